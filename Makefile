@@ -1,0 +1,38 @@
+# Strata's two set-up commands (see README.md):
+#   make run    install what is needed, build, and run Strata on the demo model
+#   make test   install what the tests need and run them all
+# Everything else here is a step of those two.
+
+GO      ?= go
+BIN     := bin/strata
+GOFLAGS ?= -buildvcs=false
+export GOFLAGS
+
+.PHONY: run test build deps test-deps vet test-go vet-darwin clean
+
+run: deps build
+	./$(BIN)
+
+build:
+	$(GO) build -o $(BIN) .
+
+deps:
+	scripts/deps.sh run
+
+test-deps:
+	scripts/deps.sh test
+
+test: test-deps vet test-go vet-darwin
+
+vet:
+	$(GO) vet ./...
+
+test-go:
+	$(GO) test -race -timeout 15m ./...
+
+# macOS builds of everything that does not import fyne (the UI needs cgo).
+vet-darwin:
+	scripts/vet-darwin.sh
+
+clean:
+	rm -rf bin

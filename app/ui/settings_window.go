@@ -1,0 +1,242 @@
+package ui
+
+import (
+	"fmt"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/strata-llm/strata/internal/settings"
+)
+
+// settingsForm is the settings window's content: every knob grouped, with
+// its explanation and default, inline errors, Apply and Reset to defaults.
+type settingsForm struct {
+	u       *UI
+	win     fyne.Window
+	rows    map[string]*fieldRow
+	status  *widget.Label
+	netWarn *widget.Label
+	apply   *widget.Button
+	reset   *widget.Button
+	content fyne.CanvasObject
+	inner   fyne.CanvasObject // the scrolled part
+	bottom  fyne.CanvasObject // status and buttons
+}
+
+// fieldRow is one knob's controls.
+type fieldRow struct {
+	f     settings.Field
+	check *widget.Check // Bool fields
+	entry *widget.Entry // Int and Float fields
+	err   *widget.Label // the validation error, hidden when none
+}
+
+func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
+	f := &settingsForm{u: u, win: w, rows: map[string]*fieldRow{}}
+	f.status = widget.NewLabel("")
+	f.status.Wrapping = fyne.TextWrapWord
+	f.netWarn = widget.NewLabel("Other devices on your network will be able to reach Strata. They still need the token.")
+	f.netWarn.Importance = widget.WarningImportance
+	f.netWarn.Wrapping = fyne.TextWrapWord
+	f.netWarn.Hide()
+
+	groups := container.NewVBox()
+	if u.d.SettingsNotice != "" {
+		n := widget.NewLabel(u.d.SettingsNotice)
+		n.Wrapping = fyne.TextWrapWord
+		n.Importance = widget.WarningImportance
+		groups.Add(n)
+	}
+	group := container.New(layout.NewFormLayout()) // one form, so the controls line up across groups
+	groups.Add(group)
+	last := ""
+	for _, fl := range settings.Fields() {
+		if fl.Group != last {
+			last = fl.Group
+			group.Add(widget.NewLabelWithStyle(fl.Group, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+			group.Add(widget.NewLabel(""))
+		}
+		r := f.newRow(fl)
+		f.rows[fl.Key] = r
+		var control fyne.CanvasObject = r.entry
+		if r.check != nil {
+			control = r.check
+		}
+		def := fl.Format(settings.Defaults())
+		if fl.Kind == settings.Bool {
+			def = map[bool]string{true: "on", false: "off"}[fl.Bool(settings.Defaults())]
+		}
+		help := fl.Help + " Default: " + def + "."
+		if !fl.Live {
+			help = "Coming in a later version. " + help
+		}
+		hl := widget.NewLabel(help)
+		hl.Wrapping = fyne.TextWrapWord
+		hl.SizeName = theme.SizeNameCaptionText
+		hl.Importance = widget.LowImportance
+		cell := container.NewVBox(control, hl, r.err)
+		if fl.Key == "api.allow_network" {
+			cell.Add(f.netWarn)
+		}
+		group.Add(widget.NewLabel(fl.Label))
+		group.Add(cell)
+		if fl.Key == "api.allow_network" && u.d.RegenerateToken != nil {
+			group.Add(widget.NewLabel("Token"))
+			group.Add(widget.NewButton("Regenerate token", f.regenerate))
+		}
+	}
+	f.apply = widget.NewButton("Apply", func() { f.Apply() })
+	f.apply.Importance = widget.HighImportance
+	f.reset = widget.NewButton("Reset to defaults", func() { f.Reset() })
+	bar := container.NewHBox(f.reset, layout.NewSpacer(), f.apply)
+	f.inner = container.NewPadded(groups)
+	f.bottom = container.NewVBox(widget.NewSeparator(), f.status, bar)
+	f.content = container.NewBorder(nil, f.bottom, nil, nil, container.NewVScroll(f.inner))
+	return f
+}
+
+func (f *settingsForm) newRow(fl settings.Field) *fieldRow {
+	r := &fieldRow{f: fl, err: widget.NewLabel("")}
+	r.err.Importance = widget.DangerImportance
+	r.err.Wrapping = fyne.TextWrapWord
+	r.err.Hide()
+	if fl.Kind == settings.Bool {
+		r.check = widget.NewCheck("On", nil)
+		if fl.Key == "api.allow_network" {
+			r.check.OnChanged = func(on bool) {
+				if on {
+					f.netWarn.Show()
+				} else {
+					f.netWarn.Hide()
+				}
+			}
+		}
+		if !fl.Live {
+			r.check.Disable()
+		}
+	} else {
+		r.entry = widget.NewEntry()
+		if !fl.Live {
+			r.entry.Disable()
+		}
+	}
+	return r
+}
+
+// load shows s in the controls and clears errors.
+func (f *settingsForm) load(s settings.Settings) {
+	for _, r := range f.rows {
+		if r.check != nil {
+			r.check.SetChecked(r.f.Bool(s))
+		} else {
+			r.entry.SetText(r.f.Format(s))
+		}
+		r.setErr("")
+	}
+}
+
+func (r *fieldRow) setErr(msg string) {
+	r.err.SetText(msg)
+	if msg == "" {
+		r.err.Hide()
+	} else {
+		r.err.Show()
+	}
+}
+
+// Apply checks every control; if all are valid it saves the settings
+// (which notifies subscribers, so live knobs take effect) and reports
+// whether it did. Errors appear under their fields.
+func (f *settingsForm) Apply() bool {
+	s := f.u.d.Settings.Get()
+	bad := 0
+	for _, fl := range settings.Fields() {
+		r := f.rows[fl.Key]
+		r.setErr("")
+		if !fl.Live {
+			continue // shown, not editable
+		}
+		if r.check != nil {
+			fl.SetBool(&s, r.check.Checked)
+			continue
+		}
+		if err := fl.Parse(&s, r.entry.Text); err != nil {
+			r.setErr(errText(err))
+			bad++
+		}
+	}
+	if bad == 0 {
+		for _, fe := range s.Check() {
+			if r, ok := f.rows[fe.Key]; ok {
+				r.setErr(capitalize(fe.Msg) + ".")
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		f.status.Importance = widget.DangerImportance
+		f.status.SetText(fmt.Sprintf("%d setting(s) need fixing; see the red text.", bad))
+		return false
+	}
+	if err := f.u.d.Settings.Set(s); err != nil {
+		f.status.Importance = widget.DangerImportance
+		f.status.SetText("Your settings could not be saved: " + err.Error())
+		return false
+	}
+	f.status.Importance = widget.SuccessImportance
+	f.status.SetText("Saved. The changes are in effect.")
+	return true
+}
+
+// Reset restores every knob to its default (the chosen model stays) and
+// saves.
+func (f *settingsForm) Reset() bool {
+	d := settings.Defaults()
+	d.Model = f.u.d.Settings.Get().Model
+	if err := f.u.d.Settings.Set(d); err != nil {
+		f.status.Importance = widget.DangerImportance
+		f.status.SetText("Your settings could not be saved: " + err.Error())
+		return false
+	}
+	f.load(d)
+	f.status.Importance = widget.SuccessImportance
+	f.status.SetText("Defaults restored and saved.")
+	return true
+}
+
+func (f *settingsForm) regenerate() {
+	dialog.ShowConfirm("Regenerate the API token?",
+		"Apps that use Strata will need the new token (use Copy API address and token).",
+		func(ok bool) {
+			if !ok {
+				return
+			}
+			if err := f.u.d.RegenerateToken(); err != nil {
+				f.status.Importance = widget.DangerImportance
+				f.status.SetText("The token could not be regenerated: " + err.Error())
+				return
+			}
+			f.status.Importance = widget.SuccessImportance
+			f.status.SetText("A new token was made.")
+		}, f.win)
+}
+
+// errText is a field error's message for display under its control.
+func errText(err error) string {
+	if fe, ok := err.(*settings.FieldError); ok {
+		return capitalize(fe.Msg) + "."
+	}
+	return err.Error()
+}
+
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"image"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/strata-llm/strata/internal/settings"
+)
+
+func typeInto(f *settingsForm, key, text string) {
+	e := f.rows[key].entry
+	e.SetText("")
+	test.Type(e, text)
+}
+
+func TestSettingsWindowRoundTrip(t *testing.T) {
+	fx := newFixture(t, nil)
+	u := fx.u
+	w := u.ShowSettings()
+	f := u.settingsForm
+	if w.Title() != "Strata Settings" {
+		t.Fatalf("title %q", w.Title())
+	}
+
+	// Controls show the stored settings; knobs the engine lacks are disabled.
+	if got := f.rows["api.port"].entry.Text; got != "11711" {
+		t.Fatalf("port shows %q", got)
+	}
+	if got := f.rows["advanced.threads"].entry.Text; got != "Auto" {
+		t.Fatalf("threads shows %q", got)
+	}
+	for _, fl := range settings.Fields() {
+		r := f.rows[fl.Key]
+		disabled := (r.entry != nil && r.entry.Disabled()) || (r.check != nil && r.check.Disabled())
+		if disabled == fl.Live {
+			t.Errorf("%s: disabled=%v but live=%v", fl.Key, disabled, fl.Live)
+		}
+	}
+
+	// Invalid values: inline errors naming the problem, nothing saved.
+	typeInto(f, "advanced.threads", "lots")
+	typeInto(f, "api.port", "80")
+	typeInto(f, "memory.keep_loaded_minutes", "-5")
+	if f.Apply() {
+		t.Fatal("Apply accepted invalid values")
+	}
+	for key, want := range map[string]string{
+		"advanced.threads":           `Must be a whole number from 1 to 256 or Auto, got "lots".`,
+		"api.port":                   "Must be a whole number from 1024 to 65535, got 80.",
+		"memory.keep_loaded_minutes": "Must be a whole number from 0 to 10080 or forever, got -5.",
+	} {
+		r := f.rows[key]
+		if !r.err.Visible() || r.err.Text != want {
+			t.Errorf("%s error %q (visible %v), want %q", key, r.err.Text, r.err.Visible(), want)
+		}
+	}
+	if !strings.Contains(f.status.Text, "3 setting(s) need fixing") {
+		t.Errorf("status %q", f.status.Text)
+	}
+	if fx.store.Get() != settings.Defaults() {
+		t.Fatal("invalid Apply changed the settings")
+	}
+	test.AssertImageMatches(t, "settings_errors.png", captureAll(w, f.inner, f.bottom))
+
+	// Valid values: Apply persists (a fresh Load reads them) and notifies.
+	ch, cancel := fx.store.Subscribe()
+	defer cancel()
+	typeInto(f, "advanced.threads", "2")
+	typeInto(f, "api.port", "9000")
+	typeInto(f, "memory.keep_loaded_minutes", "forever")
+	typeInto(f, "advanced.context_length", "8192")
+	test.Tap(f.rows["api.allow_network"].check)
+	if !f.netWarn.Visible() {
+		t.Error("no warning when allowing other devices")
+	}
+	test.Tap(f.apply)
+	for _, r := range f.rows {
+		if r.err.Visible() {
+			t.Errorf("%s still shows %q", r.f.Key, r.err.Text)
+		}
+	}
+	want := settings.Defaults()
+	want.Advanced.Threads, want.API.Port, want.Memory.KeepLoadedMinutes, want.Advanced.ContextLength, want.API.AllowNetwork = 2, 9000, settings.KeepForever, 8192, true
+	if got := <-ch; got != want {
+		t.Fatalf("notified %+v, want %+v", got, want)
+	}
+	reloaded, notice, err := settings.Load(filepath.Join(fx.dirs.Config, settings.FileName))
+	if err != nil || notice != "" || reloaded.Get() != want {
+		t.Fatalf("reloaded %+v %q %v", reloaded.Get(), notice, err)
+	}
+	if f.status.Text != "Saved. The changes are in effect." {
+		t.Errorf("status %q", f.status.Text)
+	}
+
+	// Reset restores the defaults, in the store and the controls.
+	test.Tap(f.reset)
+	if got := fx.store.Get(); got != settings.Defaults() {
+		t.Fatalf("after reset %+v", got)
+	}
+	if f.rows["api.port"].entry.Text != "11711" || f.rows["api.allow_network"].check.Checked || f.rows["memory.keep_loaded_minutes"].entry.Text != "5" {
+		t.Fatal("controls not reset")
+	}
+	test.AssertImageMatches(t, "settings.png", captureAll(w, f.inner, f.bottom))
+}
+
+func TestSettingsNoticeShown(t *testing.T) {
+	fx := newFixture(t, func(d *Deps) { d.SettingsNotice = "Your settings file could not be used." })
+	w := fx.u.ShowSettings()
+	if !strings.Contains(labelTexts(w.Content()), "Your settings file could not be used.") {
+		t.Fatal("notice not shown")
+	}
+}
+
+// labelTexts joins the text of every label under o.
+func labelTexts(o fyne.CanvasObject) string {
+	var b strings.Builder
+	for _, x := range test.LaidOutObjects(o) {
+		if l, ok := x.(*widget.Label); ok {
+			b.WriteString(l.Text + "\n")
+		}
+	}
+	return b.String()
+}
+
+// captureAll renders a window tall enough to show all of a scrolled
+// content, then restores its size.
+func captureAll(w fyne.Window, scrolled, fixed fyne.CanvasObject) image.Image {
+	w.Canvas().Unfocus()
+	old := w.Canvas().Size()
+	w.Resize(fyne.NewSize(old.Width, scrolled.MinSize().Height+fixed.MinSize().Height+2*theme.Padding()))
+	img := w.Canvas().Capture()
+	w.Resize(old)
+	return img
+}

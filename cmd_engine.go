@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/tokenizer"
+)
+
+// cmdTokenize prints the token ids of a text, as a raw prompt is tokenized.
+func cmdTokenize(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	modelPath := fs.String("model", "", "GGUF model `file`")
+	text := fs.String("text", "", "text to tokenize")
+	asJSON := fs.Bool("json", false, "print JSON")
+	noSpecial := fs.Bool("no-special", false, "no BOS/EOS, and control-token text is not parsed")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, "usage: strata tokenize --model FILE --text TEXT [--json] [--no-special]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *modelPath == "" {
+		return errors.New("tokenize: --model is required")
+	}
+	f, err := gguf.Open(*modelPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return fmt.Errorf("tokenize %s: %w", *modelPath, err)
+	}
+	ids := tok.Encode(*text, !*noSpecial, !*noSpecial)
+	if *asJSON {
+		pieces := make([]string, len(ids))
+		for i, id := range ids {
+			pieces[i] = string(tok.TokenBytes(id))
+		}
+		return json.NewEncoder(env.Stdout).Encode(map[string]any{"ids": ids, "pieces": pieces})
+	}
+	for _, id := range ids {
+		fmt.Fprintf(env.Stdout, "%d\t%q\n", id, tok.TokenBytes(id))
+	}
+	return nil
+}
+
+// loadForCLI loads a model into a fresh engine for one-shot commands.
+func loadForCLI(ctx context.Context, env *cmdEnv, path string, threads, nctx int) (*engine.Engine, error) {
+	eng := engine.New(engine.Options{Threads: threads, ContextLength: nctx, Logger: env.Log})
+	if err := eng.Load(ctx, path); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return eng, nil
+}
+
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("token id %q: %w", f, err)
+		}
+		ids = append(ids, int32(v))
+	}
+	return ids, nil
+}
+
+// cmdEval prints the top-K next-token probabilities at every position.
+func cmdEval(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	modelPath := fs.String("model", "", "GGUF model `file`")
+	prompt := fs.String("prompt", "", "text, tokenized as a raw prompt")
+	tokens := fs.String("tokens", "", "comma-separated token ids (instead of --prompt)")
+	top := fs.Int("top", 10, "probabilities per position")
+	threads := fs.Int("threads", 0, "threads (0: all cores)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, "usage: strata eval --model FILE (--prompt TEXT | --tokens 1,2,3) [--top K] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *modelPath == "" || (*prompt == "") == (*tokens == "") {
+		return errors.New("eval: --model and exactly one of --prompt or --tokens are required")
+	}
+	ids, err := parseIDs(*tokens)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	eng, err := loadForCLI(ctx, env, *modelPath, *threads, 0)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	if *prompt != "" {
+		if ids, err = eng.Tokenize(*prompt); err != nil {
+			return err
+		}
+	}
+	if cap := eng.Status().Model.ContextLength; cap > 0 && len(ids) > cap {
+		return fmt.Errorf("eval: %d tokens exceed the model's context of %d", len(ids), cap)
+	}
+	probs, err := eng.Eval(ctx, ids, *top)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		type pos struct {
+			Index int                `json:"i"`
+			Token int32              `json:"token"`
+			Top   []engine.TokenProb `json:"top"`
+		}
+		out := struct {
+			Tokens    []int32 `json:"tokens"`
+			Positions []pos   `json:"positions"`
+		}{Tokens: ids}
+		for i, p := range probs {
+			out.Positions = append(out.Positions, pos{i, ids[i], p})
+		}
+		return json.NewEncoder(env.Stdout).Encode(out)
+	}
+	for i, p := range probs {
+		fmt.Fprintf(env.Stdout, "%d (token %d):", i, ids[i])
+		for _, tp := range p {
+			fmt.Fprintf(env.Stdout, " %d:%.4f", tp.ID, tp.P)
+		}
+		fmt.Fprintln(env.Stdout)
+	}
+	return nil
+}
+
+// cmdBench times prefill and decode like llama-bench's pp and tg tests,
+// reporting the median of --reps runs.
+func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	modelPath := fs.String("model", "", "GGUF model `file`")
+	threads := fs.Int("threads", runtime.NumCPU(), "threads")
+	pp := fs.Int("prompt-tokens", 512, "prompt tokens prefilled in one batch")
+	tg := fs.Int("gen", 64, "tokens decoded one at a time")
+	reps := fs.Int("reps", 3, "repetitions (the median is reported)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *modelPath == "" || *reps < 1 {
+		return errors.New("bench: --model is required and --reps must be ≥ 1")
+	}
+	eng, err := loadForCLI(ctx, env, *modelPath, *threads, *pp+*tg+1)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	var pre, dec []float64
+	var last engine.BenchResult
+	for r := 0; r < *reps; r++ {
+		res, err := eng.Bench(ctx, *pp, *tg, uint64(r+1))
+		if err != nil {
+			return err
+		}
+		pre, dec, last = append(pre, res.PrefillPerSec), append(dec, res.DecodePerSec), res
+	}
+	out := struct {
+		Model          string    `json:"model"`
+		Threads        int       `json:"threads"`
+		PromptTokens   int       `json:"prompt_tokens"`
+		GenTokens      int       `json:"gen_tokens"`
+		PrefillTokS    float64   `json:"prefill_tokens_per_second"`
+		DecodeTokS     float64   `json:"decode_tokens_per_second"`
+		PrefillSamples []float64 `json:"prefill_samples"`
+		DecodeSamples  []float64 `json:"decode_samples"`
+	}{*modelPath, *threads, last.PromptTokens, last.GenTokens, median(pre), median(dec), pre, dec}
+	if *asJSON {
+		return json.NewEncoder(env.Stdout).Encode(out)
+	}
+	fmt.Fprintf(env.Stdout, "model %s, %d threads\nprefill %d tokens: %.1f tok/s\ndecode %d tokens: %.1f tok/s\n",
+		out.Model, out.Threads, out.PromptTokens, out.PrefillTokS, out.GenTokens, out.DecodeTokS)
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,111 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/quant"
+)
+
+// Weight is a 2-D matrix of ggml blocks: Rows rows of Cols elements, each
+// row RowBytes long, as stored in a GGUF file (ggml's ne0 = Cols).
+type Weight struct {
+	Type     ggml.Type
+	Data     []byte
+	Rows     int
+	Cols     int
+	RowBytes int
+	k        *quant.Kernel
+}
+
+// NewWeight checks that data holds rows×cols elements of type t and that
+// the CPU backend has kernels for t.
+func NewWeight(t ggml.Type, data []byte, rows, cols int) (Weight, error) {
+	k, err := quant.For(t)
+	if err != nil {
+		return Weight{}, err
+	}
+	rb, err := t.RowSize(int64(cols))
+	if err != nil {
+		return Weight{}, err
+	}
+	if int64(len(data)) != rb*int64(rows) {
+		return Weight{}, fmt.Errorf("%s weight of %d×%d needs %d bytes, has %d", t, rows, cols, rb*int64(rows), len(data))
+	}
+	return Weight{Type: t, Data: data, Rows: rows, Cols: cols, RowBytes: int(rb), k: k}, nil
+}
+
+// VecDotType is the format activations must be in for Dot.
+func (w *Weight) VecDotType() ggml.Type { return w.k.VecDotType }
+
+// Row returns the bytes of row r.
+func (w *Weight) Row(r int) []byte { return w.Data[r*w.RowBytes : (r+1)*w.RowBytes] }
+
+// Dot returns row · act for a row of w and an activation row in VecDotType.
+func (w *Weight) Dot(row, act []byte) float32 { return w.k.Dot(w.Cols, row, act) }
+
+// DequantizeRow expands row r into dst (len Cols).
+func (w *Weight) DequantizeRow(r int, dst []float32) { w.k.Dequantize(w.Row(r), dst[:w.Cols]) }
+
+// Acts is a batch of activation rows quantized for one VecDotType.
+type Acts struct {
+	Type ggml.Type
+	N    int    // rows
+	Cols int    // elements per row
+	Size int    // bytes per row
+	Buf  []byte // N×Size
+}
+
+// Quantize converts n rows of cols float32s in x into a's buffer (grown as
+// needed), in parallel over rows.
+func (a *Acts) Quantize(p *Pool, t ggml.Type, x []float32, n, cols int) {
+	a.Type, a.N, a.Cols = t, n, cols
+	a.Size = quant.ActivationSize(t, cols)
+	if need := n * a.Size; cap(a.Buf) < need {
+		a.Buf = make([]byte, need)
+	} else {
+		a.Buf = a.Buf[:need]
+	}
+	if n == 1 {
+		quant.QuantizeActivations(t, x[:cols], a.Buf)
+		return
+	}
+	p.For(n, func(i int) {
+		quant.QuantizeActivations(t, x[i*cols:(i+1)*cols], a.Buf[i*a.Size:(i+1)*a.Size])
+	})
+}
+
+// Row returns quantized row i.
+func (a *Acts) Row(i int) []byte { return a.Buf[i*a.Size : (i+1)*a.Size] }
+
+// rowsPerTask is how many weight rows one pool item covers: big enough to
+// amortise the item's overhead, small enough to balance two to ten threads.
+const rowsPerTask = 16
+
+// MatMul computes out[t*w.Rows+r] = row r of w · activation row t, for all
+// rows of w and all a.N activation rows. Threads take disjoint contiguous
+// row ranges of w, and each weight row is used for every activation row
+// while it is in cache.
+func MatMul(p *Pool, w *Weight, a *Acts, out []float32) {
+	if a.Type != w.k.VecDotType || a.Cols != w.Cols {
+		panic(fmt.Sprintf("cpu.MatMul: activations %s×%d for a %s weight of %d columns", a.Type, a.Cols, w.Type, w.Cols))
+	}
+	tasks := (w.Rows + rowsPerTask - 1) / rowsPerTask
+	p.For(tasks, func(i int) {
+		matRows(w, a, out, i*rowsPerTask, min((i+1)*rowsPerTask, w.Rows))
+	})
+}
+
+// matRows computes rows [r0, r1) of the product on the calling thread.
+func matRows(w *Weight, a *Acts, out []float32, r0, r1 int) {
+	dot := w.k.Dot
+	for r := r0; r < r1; r++ {
+		row := w.Data[r*w.RowBytes : (r+1)*w.RowBytes]
+		for t := 0; t < a.N; t++ {
+			out[t*w.Rows+r] = dot(w.Cols, row, a.Buf[t*a.Size:(t+1)*a.Size])
+		}
+	}
+}
+
+// MatRows is matRows for callers that schedule their own work (MoE experts).
+func MatRows(w *Weight, a *Acts, out []float32, r0, r1 int) { matRows(w, a, out, r0, r1) }

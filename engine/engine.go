@@ -1,0 +1,508 @@
+// Package engine runs language models: it loads a GGUF model, turns requests
+// (raw prompts, chat turns or token ids) into tokens, drives the forward pass
+// and the sampler, and streams tokens with per-request statistics. The API
+// and the menu-bar app both use it.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-llm/strata/engine/chat"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/sample"
+	"github.com/strata-llm/strata/engine/tokenizer"
+)
+
+// ErrNoModel is returned by Generate when no model is loaded.
+var ErrNoModel = errors.New("no model loaded")
+
+// DefaultMaxTokens is used when a request sets no MaxTokens.
+const DefaultMaxTokens = 512
+
+// Options configure an Engine. The zero value is usable: all cores, the
+// model's context length capped at 4096, slog's default logger.
+type Options struct {
+	Threads       int          // worker threads; 0: runtime.NumCPU()
+	ContextLength int          // positions per session; 0: min(model's, 4096)
+	Logger        *slog.Logger // nil: slog.Default()
+}
+
+// Engine owns at most one loaded model and runs one generation at a time;
+// other callers of Generate wait for their turn (or their context).
+// All methods are safe for concurrent use.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+
+	turn chan struct{} // one slot: held while loading, unloading or generating
+
+	mu     sync.Mutex // guards the fields below
+	state  State
+	err    string
+	lm     *loaded
+	last   *Stats
+	subs   map[chan Status]struct{}
+	closed bool
+}
+
+// loaded is a model with everything a generation needs.
+type loaded struct {
+	info  ModelInfo
+	file  *gguf.File
+	model model.Model
+	tok   *tokenizer.Tokenizer
+	tmpl  string // chat template source ("" if the file has none)
+	sess  model.Session
+	cache []int32 // tokens held by sess, for prompt-prefix reuse
+}
+
+// New returns an Engine with no model loaded.
+func New(opts Options) *Engine {
+	if opts.Threads <= 0 {
+		opts.Threads = runtime.NumCPU()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Engine{
+		opts:  opts,
+		log:   opts.Logger,
+		turn:  make(chan struct{}, 1),
+		state: StateStopped,
+		subs:  map[chan Status]struct{}{},
+	}
+}
+
+func (e *Engine) acquire(ctx context.Context) error {
+	select {
+	case e.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) release() { <-e.turn }
+
+// Load opens the GGUF model at path, replacing any loaded model. It waits
+// for a running generation to finish. On failure no model is loaded and
+// Status reports the error.
+func (e *Engine) Load(ctx context.Context, path string) error {
+	if err := e.acquire(ctx); err != nil {
+		return err
+	}
+	defer e.release()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return errors.New("engine closed")
+	}
+	old := e.lm
+	e.lm = nil
+	e.setStateLocked(StateLoading, "")
+	e.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	start := time.Now()
+	lm, err := e.open(ctx, path)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		e.setStateLocked(StateError, err.Error())
+		return err
+	}
+	e.lm = lm
+	e.setStateLocked(StateReady, "")
+	e.log.Info("model loaded", "path", path, "arch", lm.info.Arch, "layers", lm.info.Layers,
+		"experts", lm.info.Experts, "ctx", lm.sess.Cap(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	m, info, err := openModel(ctx, f, e.opts)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	nctx := e.opts.ContextLength
+	if nctx <= 0 {
+		nctx = min(m.ContextLength(), 4096)
+	}
+	if nctx <= 0 {
+		nctx = 4096
+	}
+	sess, err := m.NewSession(nctx)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("load %s: session: %w", path, err)
+	}
+	info.Path = path
+	tmpl, _ := f.String("tokenizer.chat_template")
+	if _, err := chat.Which(tmpl, info.Arch, e.log); err != nil {
+		e.log.Warn("chat requests will fail", "path", path, "err", err)
+	}
+	return &loaded{info: info, file: f, model: m, tok: tok, tmpl: tmpl, sess: sess}, nil
+}
+
+func (lm *loaded) close() {
+	lm.sess.Close()
+	lm.model.Close()
+	lm.file.Close()
+}
+
+// Unload frees the loaded model, waiting for a running generation.
+func (e *Engine) Unload() error {
+	if err := e.acquire(context.Background()); err != nil {
+		return err
+	}
+	defer e.release()
+	e.mu.Lock()
+	old := e.lm
+	e.lm = nil
+	e.setStateLocked(StateStopped, "")
+	e.mu.Unlock()
+	if old != nil {
+		old.close()
+		e.log.Info("model unloaded", "path", old.info.Path)
+	}
+	return nil
+}
+
+// Close unloads the model; the Engine cannot be used afterwards.
+func (e *Engine) Close() error {
+	err := e.Unload()
+	e.mu.Lock()
+	e.closed = true
+	for ch := range e.subs {
+		close(ch)
+		delete(e.subs, ch)
+	}
+	e.mu.Unlock()
+	return err
+}
+
+// Status returns a snapshot of the engine.
+func (e *Engine) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.statusLocked()
+}
+
+func (e *Engine) statusLocked() Status {
+	s := Status{State: e.state, Err: e.err, LastStats: e.last}
+	if e.lm != nil {
+		info := e.lm.info
+		s.Model = &info
+		if mb, ok := e.lm.model.(interface{ MemoryBytes() int64 }); ok {
+			s.MemoryBytes = mb.MemoryBytes()
+		}
+	}
+	return s
+}
+
+// Subscribe returns a channel that receives the engine's Status after every
+// change (only the latest is kept if the reader is slow), and a function
+// that ends the subscription.
+func (e *Engine) Subscribe() (<-chan Status, func()) {
+	ch := make(chan Status, 1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	e.subs[ch] = struct{}{}
+	ch <- e.statusLocked()
+	return ch, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if _, ok := e.subs[ch]; ok {
+			delete(e.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+func (e *Engine) setStateLocked(s State, errText string) {
+	e.state, e.err = s, errText
+	st := e.statusLocked()
+	for ch := range e.subs {
+		select { // keep only the newest
+		case <-ch:
+		default:
+		}
+		ch <- st
+	}
+}
+
+// Tokenize returns the ids of text as a raw prompt would be tokenized.
+func (e *Engine) Tokenize(text string) ([]int32, error) {
+	e.mu.Lock()
+	lm := e.lm
+	e.mu.Unlock()
+	if lm == nil {
+		return nil, ErrNoModel
+	}
+	return lm.tok.Encode(text, true, true), nil
+}
+
+// Generate runs one request, calling emit for every generated token as soon
+// as it is sampled. Cancelling ctx stops the generation within one token;
+// the returned Stats then have FinishReason "cancelled" and the error is
+// ctx.Err(). An error from emit also stops the generation and is returned.
+func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Stats, error) {
+	if err := e.acquire(ctx); err != nil {
+		return Stats{FinishReason: FinishCancelled}, err
+	}
+	defer e.release()
+	e.mu.Lock()
+	lm := e.lm
+	if lm == nil {
+		e.mu.Unlock()
+		return Stats{}, ErrNoModel
+	}
+	e.setStateLocked(StateGenerating, "")
+	e.mu.Unlock()
+
+	st, err := e.generate(ctx, lm, req, emit)
+
+	e.mu.Lock()
+	if st.FinishReason != "" {
+		s := st
+		e.last = &s
+	}
+	if e.lm == lm {
+		e.setStateLocked(StateReady, "")
+	}
+	e.mu.Unlock()
+	return st, err
+}
+
+func (e *Engine) promptTokens(lm *loaded, req Request) ([]int32, error) {
+	n := 0
+	for _, set := range []bool{req.Prompt != "", len(req.Messages) > 0, len(req.Tokens) > 0} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, errors.New("a request needs exactly one of prompt, messages or tokens")
+	}
+	switch {
+	case len(req.Tokens) > 0:
+		for _, id := range req.Tokens {
+			if id < 0 || int(id) >= lm.info.Vocab {
+				return nil, fmt.Errorf("token id %d is outside the vocabulary (0..%d)", id, lm.info.Vocab-1)
+			}
+		}
+		return append([]int32(nil), req.Tokens...), nil
+	case len(req.Messages) > 0:
+		msgs := make([]chat.Message, len(req.Messages))
+		for i, m := range req.Messages {
+			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
+		}
+		text, err := chat.Render(lm.tmpl, lm.info.Arch, msgs, chat.Options{
+			AddGenerationPrompt: true,
+			BOS:                 lm.tok.BOSText(),
+			EOS:                 lm.tok.EOSText(),
+			Logger:              e.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+		return lm.tok.Encode(text, true, true), nil
+	default:
+		return lm.tok.Encode(req.Prompt, true, true), nil
+	}
+}
+
+func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit func(Token) error) (Stats, error) {
+	start := time.Now()
+	prompt, err := e.promptTokens(lm, req)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{PromptTokens: len(prompt), PromptIDs: prompt}
+	if len(prompt) == 0 {
+		return st, errors.New("empty prompt")
+	}
+	capacity := lm.sess.Cap()
+	if len(prompt) >= capacity {
+		return st, fmt.Errorf("prompt of %d tokens does not fit the context of %d", len(prompt), capacity)
+	}
+	maxTokens := req.Sampling.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	smp := sample.New(req.Sampling, lm.info.Vocab)
+
+	// Reuse the longest prefix the session already holds; at least the last
+	// prompt token is always forwarded, for its logits.
+	keep := commonPrefix(lm.cache, prompt)
+	if keep >= len(prompt) {
+		keep = len(prompt) - 1
+	}
+	if err := lm.sess.Truncate(keep); err != nil {
+		return st, err
+	}
+	lm.cache = lm.cache[:keep]
+	logits, err := lm.sess.Forward(ctx, prompt[keep:], false)
+	if err != nil {
+		lm.cache = lm.cache[:lm.sess.Len()]
+		return e.finish(ctx, st, start, start, err)
+	}
+	lm.cache = append(lm.cache, prompt[keep:]...)
+	prefillDone := time.Now()
+	if d := prefillDone.Sub(start).Seconds(); d > 0 {
+		st.PromptPerSecond = float64(len(prompt)-keep) / d
+	}
+
+	history := append([]int32(nil), prompt...)
+	dec := lm.tok.NewStreamDecoder()
+	stop := newStopMatcher(req.Sampling.Stop)
+	var firstAt time.Time
+	for {
+		if err := ctx.Err(); err != nil {
+			return e.finish(ctx, st, start, firstAt, err)
+		}
+		id := smp.Sample(logits[0], history)
+		if st.GeneratedTokens == 0 {
+			firstAt = time.Now()
+			st.TimeToFirstToken = firstAt.Sub(start)
+		}
+		st.GeneratedTokens++
+		history = append(history, id)
+		if lm.tok.IsEOG(id) {
+			tail, _ := stop.add(dec.Flush())
+			if tail += stop.flush(); tail != "" {
+				if err := emit(Token{ID: -1, Text: tail}); err != nil {
+					return e.finish(ctx, st, start, firstAt, err)
+				}
+			}
+			st.FinishReason = FinishStop
+			break
+		}
+		text, hit := stop.add(dec.Next(id))
+		if err := emit(Token{ID: id, Text: text}); err != nil {
+			return e.finish(ctx, st, start, firstAt, err)
+		}
+		if hit {
+			st.FinishReason = FinishStop
+			break
+		}
+		if st.GeneratedTokens >= maxTokens || lm.sess.Len() >= capacity {
+			tail, _ := stop.add(dec.Flush())
+			if tail += stop.flush(); tail != "" {
+				if err := emit(Token{ID: -1, Text: tail}); err != nil {
+					return e.finish(ctx, st, start, firstAt, err)
+				}
+			}
+			st.FinishReason = FinishLength
+			break
+		}
+		logits, err = lm.sess.Forward(ctx, []int32{id}, false)
+		if err != nil {
+			return e.finish(ctx, st, start, firstAt, err)
+		}
+		lm.cache = append(lm.cache, id)
+	}
+	return e.finish(ctx, st, start, firstAt, nil)
+}
+
+// finish fills the timing figures; a context error becomes "cancelled".
+func (e *Engine) finish(ctx context.Context, st Stats, start, firstAt time.Time, err error) (Stats, error) {
+	now := time.Now()
+	st.Duration = now.Sub(start)
+	if !firstAt.IsZero() && st.GeneratedTokens > 1 {
+		if d := now.Sub(firstAt).Seconds(); d > 0 {
+			st.TokensPerSecond = float64(st.GeneratedTokens-1) / d
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		st.FinishReason = FinishCancelled
+		return st, ctx.Err()
+	}
+	if err != nil && st.FinishReason == "" {
+		st.FinishReason = FinishCancelled
+	}
+	return st, err
+}
+
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// stopMatcher holds back text that could be the start of a stop string, so
+// a stop string is never emitted.
+type stopMatcher struct {
+	stops   []string
+	pending string
+}
+
+func newStopMatcher(stops []string) *stopMatcher {
+	var s []string
+	for _, x := range stops {
+		if x != "" {
+			s = append(s, x)
+		}
+	}
+	return &stopMatcher{stops: s}
+}
+
+// add appends text and returns what may be emitted, and whether a stop
+// string was found (the text before it is returned, the rest dropped).
+func (m *stopMatcher) add(text string) (string, bool) {
+	if len(m.stops) == 0 {
+		return text, false
+	}
+	buf := m.pending + text
+	for _, s := range m.stops {
+		if i := strings.Index(buf, s); i >= 0 {
+			m.pending = ""
+			return buf[:i], true
+		}
+	}
+	// Keep the longest suffix of buf that is a prefix of a stop string.
+	hold := 0
+	for _, s := range m.stops {
+		for k := min(len(s)-1, len(buf)); k > hold; k-- {
+			if strings.HasPrefix(s, buf[len(buf)-k:]) {
+				hold = k
+				break
+			}
+		}
+	}
+	m.pending = buf[len(buf)-hold:]
+	return buf[:len(buf)-hold], false
+}
+
+func (m *stopMatcher) flush() string {
+	p := m.pending
+	m.pending = ""
+	return p
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// TokenProb is a token and its probability.
+type TokenProb struct {
+	ID int32   `json:"id"`
+	P  float64 `json:"p"`
+}
+
+// Eval runs one batched forward pass over tokens from an empty context and
+// returns, for every position i, the topK most likely next tokens after
+// tokens[0..i] (softmax of the raw logits, no sampling filters).
+func (e *Engine) Eval(ctx context.Context, tokens []int32, topK int) ([][]TokenProb, error) {
+	if err := e.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer e.release()
+	e.mu.Lock()
+	lm := e.lm
+	e.mu.Unlock()
+	if lm == nil {
+		return nil, ErrNoModel
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("eval: no tokens")
+	}
+	for _, id := range tokens {
+		if id < 0 || int(id) >= lm.info.Vocab {
+			return nil, fmt.Errorf("eval: token id %d is outside the vocabulary (0..%d)", id, lm.info.Vocab-1)
+		}
+	}
+	if topK <= 0 || topK > lm.info.Vocab {
+		topK = lm.info.Vocab
+	}
+	lm.cache = lm.cache[:0]
+	if err := lm.sess.Truncate(0); err != nil {
+		return nil, err
+	}
+	rows, err := lm.sess.Forward(ctx, tokens, true)
+	if err != nil {
+		return nil, err
+	}
+	lm.cache = append(lm.cache, tokens...)
+	out := make([][]TokenProb, len(rows))
+	for i, logits := range rows {
+		out[i] = TopProbs(logits, topK)
+	}
+	return out, nil
+}
+
+// TopProbs returns the k most likely tokens of the softmax of logits.
+func TopProbs(logits []float32, k int) []TokenProb {
+	mx := math.Inf(-1)
+	for _, l := range logits {
+		mx = math.Max(mx, float64(l))
+	}
+	var sum float64
+	for _, l := range logits {
+		sum += math.Exp(float64(l) - mx)
+	}
+	all := make([]TokenProb, len(logits))
+	for i, l := range logits {
+		all[i] = TokenProb{ID: int32(i), P: math.Exp(float64(l)-mx) / sum}
+	}
+	sort.Slice(all, func(a, b int) bool {
+		if all[a].P != all[b].P {
+			return all[a].P > all[b].P
+		}
+		return all[a].ID < all[b].ID
+	})
+	return all[:min(k, len(all))]
+}
+
+// BenchResult holds the figures of one Bench run.
+type BenchResult struct {
+	PromptTokens   int     `json:"prompt_tokens"`
+	GenTokens      int     `json:"gen_tokens"`
+	PrefillSeconds float64 `json:"prefill_seconds"`
+	DecodeSeconds  float64 `json:"decode_seconds"`
+	PrefillPerSec  float64 `json:"prefill_tokens_per_second"`
+	DecodePerSec   float64 `json:"decode_tokens_per_second"`
+	Threads        int     `json:"threads"`
+}
+
+// Bench times a prefill of promptTokens random tokens in one batch, then
+// gen single-token decode steps (greedy), from an empty context, as
+// llama-bench's pp and tg tests do.
+func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) (BenchResult, error) {
+	if err := e.acquire(ctx); err != nil {
+		return BenchResult{}, err
+	}
+	defer e.release()
+	e.mu.Lock()
+	lm := e.lm
+	e.mu.Unlock()
+	if lm == nil {
+		return BenchResult{}, ErrNoModel
+	}
+	if promptTokens < 1 || gen < 0 || promptTokens+gen > lm.sess.Cap() {
+		return BenchResult{}, fmt.Errorf("bench: %d prompt + %d generated tokens do not fit the context of %d", promptTokens, gen, lm.sess.Cap())
+	}
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	toks := make([]int32, promptTokens)
+	for i := range toks {
+		toks[i] = int32(rng.IntN(lm.info.Vocab))
+	}
+	lm.cache = lm.cache[:0]
+	if err := lm.sess.Truncate(0); err != nil {
+		return BenchResult{}, err
+	}
+	r := BenchResult{PromptTokens: promptTokens, GenTokens: gen, Threads: e.opts.Threads}
+	t0 := time.Now()
+	logits, err := lm.sess.Forward(ctx, toks, false)
+	if err != nil {
+		return r, err
+	}
+	r.PrefillSeconds = time.Since(t0).Seconds()
+	r.PrefillPerSec = float64(promptTokens) / r.PrefillSeconds
+	t1 := time.Now()
+	for i := 0; i < gen; i++ {
+		best := 0
+		for j, l := range logits[0] {
+			if l > logits[0][best] {
+				best = j
+			}
+		}
+		if logits, err = lm.sess.Forward(ctx, []int32{int32(best)}, false); err != nil {
+			return r, err
+		}
+	}
+	r.DecodeSeconds = time.Since(t1).Seconds()
+	if gen > 0 {
+		r.DecodePerSec = float64(gen) / r.DecodeSeconds
+	}
+	// The session no longer matches any prompt.
+	_ = lm.sess.Truncate(0)
+	return r, nil
+}

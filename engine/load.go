@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/qwen3moe"
+)
+
+// DemoName is the general.name of the demo model the project generates; a
+// model with this name is reported as a demo with random weights.
+const DemoName = "Strata demo (random weights)"
+
+// openModel builds the forward pass for f's architecture.
+func openModel(_ context.Context, f *gguf.File, opts Options) (model.Model, ModelInfo, error) {
+	name, _ := f.String("general.name")
+	info := ModelInfo{Name: name, Arch: f.Arch(), FileBytes: f.Size, Demo: name == DemoName}
+	switch f.Arch() {
+	case qwen3moe.Arch:
+		m, err := qwen3moe.Open(f, qwen3moe.Options{Threads: opts.Threads})
+		if err != nil {
+			return nil, info, err
+		}
+		hp := m.Hparams()
+		info.Layers, info.Embd, info.Vocab = hp.Layers, hp.Embd, hp.Vocab
+		info.Experts, info.ExpertsUsed, info.ContextLength = hp.Experts, hp.ExpertsUsed, hp.ContextLength
+		return m, info, nil
+	case "":
+		return nil, info, fmt.Errorf("the file names no architecture (general.architecture)")
+	default:
+		return nil, info, fmt.Errorf("architecture %q is not supported yet (supported: %s)", f.Arch(), qwen3moe.Arch)
+	}
+}

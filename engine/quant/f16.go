@@ -1,0 +1,65 @@
+package quant
+
+import (
+	"math/rand/v2"
+
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+func init() {
+	register(ggml.F16, Kernel{
+		VecDotType: ggml.F16,
+		Dequantize: dequantizeF16,
+		Dot:        dotF16,
+		Random:     randomF16,
+		Quantize:   quantizeF16,
+	})
+}
+
+func dequantizeF16(src []byte, dst []float32) {
+	src = src[:2*len(dst)]
+	for i := range dst {
+		dst[i] = fp16At(src[2*i:])
+	}
+}
+
+// quantizeF16 is ggml_cpu_fp32_to_fp16 (F16C, round to nearest even).
+func quantizeF16(x []float32, dst []byte) {
+	dst = dst[:2*len(x)]
+	for i, v := range x {
+		h := Float32ToFP16(v)
+		dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+	}
+}
+
+// dotF16 follows ggml_vec_dot_f16 as built for AVX2+F16C+FMA
+// (GGML_F16_STEP 32, GGML_F16_EPR 8): values are widened to float32, 4
+// vectors of 8 lanes accumulate over chunks of 32 and are reduced as
+// GGML_F32x8_REDUCE does; leftovers are added in float64 (ggml_float).
+// The product of two fp16 values is exact in float32, so FMA and a
+// multiply followed by an add give the same result here.
+func dotF16(n int, w, a []byte) float32 {
+	w, a = w[:2*n], a[:2*n]
+	np := n &^ 31
+	var acc [32]float32
+	for i := 0; i < np; i += 32 {
+		x := (*[64]byte)(w[2*i:])
+		y := (*[64]byte)(a[2*i:])
+		for k := 0; k < 32; k++ {
+			acc[k] += float32(fp16At(x[2*k:]) * fp16At(y[2*k:]))
+		}
+	}
+	sumf := float64(reduceF32x8x4(&acc))
+	for i := np; i < n; i++ {
+		sumf += float64(fp16At(w[2*i:]) * fp16At(a[2*i:]))
+	}
+	return float32(sumf)
+}
+
+// randomF16 fills dst with normally distributed fp16 values of standard
+// deviation scale.
+func randomF16(dst []byte, rng *rand.Rand, scale float32) {
+	for i := 0; i+2 <= len(dst); i += 2 {
+		putFP16(dst[i:], float32(rng.NormFloat64())*scale)
+	}
+}

@@ -1,0 +1,143 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestFP16RoundTripExhaustive(t *testing.T) {
+	for i := 0; i < 1<<16; i++ {
+		h := uint16(i)
+		f := FP16ToFloat32(h)
+		isNaN := h&0x7c00 == 0x7c00 && h&0x3ff != 0
+		if isNaN {
+			if !math.IsNaN(float64(f)) {
+				t.Fatalf("FP16ToFloat32(%#04x) = %v, want NaN", h, f)
+			}
+			if got, want := Float32ToFP16(f), h|0x200; got != want {
+				t.Fatalf("Float32ToFP16(NaN from %#04x) = %#04x, want quiet %#04x", h, got, want)
+			}
+			continue
+		}
+		if got := Float32ToFP16(f); got != h {
+			t.Fatalf("Float32ToFP16(FP16ToFloat32(%#04x) = %v) = %#04x", h, f, got)
+		}
+	}
+}
+
+func TestFP16ToFloat32Values(t *testing.T) {
+	tests := []struct {
+		h    uint16
+		want float32
+	}{
+		{0x0000, 0}, {0x3c00, 1}, {0xc000, -2}, {0x3555, 0.333251953125},
+		{0x7bff, 65504}, {0x0001, 0x1p-24}, {0x03ff, 1023 * 0x1p-24}, {0x0400, 0x1p-14},
+		{0x7c00, float32(math.Inf(1))}, {0xfc00, float32(math.Inf(-1))},
+	}
+	for _, tt := range tests {
+		if got := FP16ToFloat32(tt.h); got != tt.want {
+			t.Errorf("FP16ToFloat32(%#04x) = %v, want %v", tt.h, got, tt.want)
+		}
+	}
+	if got := math.Float32bits(FP16ToFloat32(0x8000)); got != 0x80000000 {
+		t.Errorf("FP16ToFloat32(0x8000) bits = %#x, want -0", got)
+	}
+}
+
+func TestFloat32ToFP16Rounding(t *testing.T) {
+	tests := []struct {
+		f    float32
+		want uint16
+	}{
+		{1, 0x3c00},
+		{-2, 0xc000},
+		{65504, 0x7bff},
+		{65519.996, 0x7bff},
+		{65520, 0x7c00}, // tie between 65504 and 65536 (Inf): even is Inf
+		{1e10, 0x7c00},
+		{-1e10, 0xfc00},
+		{1 + 0x1p-11, 0x3c00},   // tie, even stays
+		{1 + 3*0x1p-11, 0x3c02}, // tie, rounds up to even
+		{1 + 0x1p-11 + 0x1p-20, 0x3c01},
+		{0x1p-24, 0x0001},     // smallest subnormal
+		{0x1p-25, 0x0000},     // tie to even: 0
+		{0x1.8p-25, 0x0001},   // above the tie
+		{3 * 0x1p-25, 0x0002}, // 1.5 ulp: tie to even 2
+		{0x1p-26, 0x0000},
+		{0x1.ffcp-15, 0x0400}, // rounds up from the largest subnormal to the smallest normal
+		{-0x1p-30, 0x8000},
+		{float32(math.Inf(1)), 0x7c00},
+		{float32(math.NaN()), 0x7e00},
+	}
+	for _, tt := range tests {
+		if got := Float32ToFP16(tt.f); got != tt.want {
+			t.Errorf("Float32ToFP16(%v) = %#04x, want %#04x", tt.f, got, tt.want)
+		}
+	}
+}
+
+// TestFloat32ToFP16Nearest checks random float32 values against the
+// definition: the result is a nearest fp16 value, even on ties.
+func TestFloat32ToFP16Nearest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		// exponents from deep subnormal to just past the fp16 range
+		f := float32(math.Ldexp(rng.Float64()*2-1, rng.IntN(46)-28))
+		h := Float32ToFP16(f)
+		got := float64(FP16ToFloat32(h))
+		if math.IsInf(got, 0) {
+			if math.Abs(float64(f)) < 65520 {
+				t.Fatalf("Float32ToFP16(%v) = Inf", f)
+			}
+			continue
+		}
+		err := math.Abs(got - float64(f))
+		for _, nb := range []uint16{h - 1, h + 1, h ^ 0x8000} {
+			if nb&0x7c00 == 0x7c00 {
+				continue
+			}
+			e := math.Abs(float64(FP16ToFloat32(nb)) - float64(f))
+			if e < err || (e == err && h&1 == 1 && nb&0x7fff != h&0x7fff) {
+				t.Fatalf("Float32ToFP16(%v) = %#04x (%v), but %#04x (%v) is nearer or even",
+					f, h, got, nb, FP16ToFloat32(nb))
+			}
+		}
+	}
+}
+
+func TestBF16(t *testing.T) {
+	tests := []struct {
+		bits uint32
+		want uint16
+	}{
+		{0x3f800000, 0x3f80}, // 1
+		{0x3f808000, 0x3f80}, // tie, even stays
+		{0x3f818000, 0x3f82}, // tie, up to even
+		{0x3f808001, 0x3f81},
+		{0xbf80ffff, 0xbf81},
+		{0x7f7fffff, 0x7f80}, // overflows to Inf
+		{0x7f800000, 0x7f80},
+		{0x7f800001, 0x7fc0}, // signalling NaN is quieted
+		{0xffc12345, 0xffc1},
+		{0x00000001, 0x0000},
+	}
+	for _, tt := range tests {
+		if got := Float32ToBF16(math.Float32frombits(tt.bits)); got != tt.want {
+			t.Errorf("Float32ToBF16(%#08x) = %#04x, want %#04x", tt.bits, got, tt.want)
+		}
+	}
+	for i := 0; i < 1<<16; i++ {
+		h := uint16(i)
+		f := BF16ToFloat32(h)
+		if math.Float32bits(f) != uint32(h)<<16 {
+			t.Fatalf("BF16ToFloat32(%#04x) = %#08x", h, math.Float32bits(f))
+		}
+		if math.IsNaN(float64(f)) {
+			continue
+		}
+		if got := Float32ToBF16(f); got != h {
+			t.Fatalf("Float32ToBF16(BF16ToFloat32(%#04x)) = %#04x", h, got)
+		}
+	}
+}

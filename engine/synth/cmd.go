@@ -1,0 +1,84 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+// Main runs the `strata dev synth` command: it writes a synthetic model
+// described by flags, starting from Defaults(--arch).
+func Main(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var (
+		arch  = fs.String("arch", ArchQwen3MoE, "architecture: qwen3moe, qwen3next or qwen4exp")
+		qt    = fs.String("quant", "Q8_0", "type of the weight matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ4_XS)")
+		out   = fs.String("out", "", "output GGUF file (required)")
+		seed  = fs.Uint64("seed", 1, "random seed; the same flags and seed give the same bytes")
+		scale = fs.Float64("scale", 1, "standard deviation of the logits: larger gives more peaked next-token distributions (8 and up: mostly decisive)")
+		skew  = fs.Float64("router-skew", 0, "Zipf exponent of expert popularity (0: none)")
+	)
+	ints := map[string]*int{}
+	for _, f := range []struct{ name, usage string }{
+		{"layers", "blocks"}, {"embd", "hidden size"}, {"heads", "attention heads"},
+		{"heads-kv", "key/value heads"}, {"head-dim", "attention head size"},
+		{"experts", "experts per layer"}, {"used", "experts per token"},
+		{"ff-expert", "expert FFN size"}, {"ff-shared", "shared expert FFN size (qwen3next, qwen4exp)"},
+		{"vocab", "vocabulary size"}, {"ctx", "training context length"},
+	} {
+		ints[f.name] = fs.Int(f.name, 0, f.usage+" (default: the architecture's tiny default)")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("synth: unexpected arguments %q", fs.Args())
+	}
+	if *out == "" {
+		return errors.New("synth: --out is required")
+	}
+	cfg := Defaults(*arch)
+	t, err := ggml.ParseType(*qt)
+	if err != nil {
+		return fmt.Errorf("synth: --quant: %w", err)
+	}
+	cfg.Type = t
+	cfg.Seed = *seed
+	cfg.WeightScale = float32(*scale)
+	cfg.RouterSkew = *skew
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, dst := range map[string]*int{
+		"layers": &cfg.Layers, "embd": &cfg.Embd, "heads": &cfg.Heads, "heads-kv": &cfg.HeadsKV,
+		"head-dim": &cfg.HeadDim, "experts": &cfg.Experts, "used": &cfg.ExpertsUsed,
+		"ff-expert": &cfg.FFExpert, "ff-shared": &cfg.FFShared, "vocab": &cfg.Vocab, "ctx": &cfg.CtxLen,
+	} {
+		if set[name] {
+			*dst = *ints[name]
+		}
+	}
+	if set["head-dim"] && cfg.Arch == ArchQwen3MoE {
+		cfg.RopeDim = cfg.HeadDim
+	} else if set["head-dim"] {
+		cfg.RopeDim = max(4, cfg.HeadDim/4/4*4) // partial rotary, a quarter of the head
+	}
+	if err := Write(ctx, *out, cfg); err != nil {
+		return err
+	}
+	st, err := os.Stat(*out)
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s: %s %s, %d layers, hidden %d, %d experts top-%d, vocab %d, %d bytes\n",
+		*out, cfg.Arch, cfg.Type, cfg.Layers, cfg.Embd, cfg.Experts, cfg.ExpertsUsed, cfg.Vocab, st.Size())
+	return err
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/strata-llm/strata/engine/sample"
+)
+
+// State is the engine's lifecycle state.
+type State string
+
+// Engine states.
+const (
+	StateStopped    State = "stopped"    // no model loaded
+	StateLoading    State = "loading"    // a model is being opened and checked
+	StateReady      State = "ready"      // a model is loaded and idle
+	StateGenerating State = "generating" // a request is running
+	StateError      State = "error"      // the last load failed; Status.Err says why
+)
+
+// Message is one chat turn, as in OpenAI's chat API.
+type Message struct {
+	Role    string `json:"role"` // "system", "user", "assistant", "tool"
+	Content string `json:"content"`
+}
+
+// Sampling holds the decoding options of one request; see sample.Params.
+type Sampling = sample.Params
+
+// Request is one generation. Exactly one of Prompt, Messages or Tokens is set.
+type Request struct {
+	Prompt   string    // raw text, tokenized with the model's BOS rules and special tokens parsed
+	Messages []Message // chat turns, rendered with the model's chat template
+	Tokens   []int32   // token ids, used as they are
+	Sampling Sampling
+}
+
+// Token is one generated token as streamed to the caller.
+type Token struct {
+	ID   int32  `json:"id"`
+	Text string `json:"text"` // the complete UTF-8 text this token finished (may be empty while a character is incomplete)
+}
+
+// FinishReason says why a generation ended.
+type FinishReason string
+
+// Finish reasons.
+const (
+	FinishStop      FinishReason = "stop"      // end-of-generation token or a stop string
+	FinishLength    FinishReason = "length"    // max tokens or context end
+	FinishCancelled FinishReason = "cancelled" // the context was cancelled
+)
+
+// Stats describes one finished (or cancelled) generation.
+type Stats struct {
+	PromptTokens     int           `json:"prompt_tokens"`
+	GeneratedTokens  int           `json:"generated_tokens"`
+	TimeToFirstToken time.Duration `json:"time_to_first_token_ns"`
+	Duration         time.Duration `json:"duration_ns"`
+	PromptPerSecond  float64       `json:"prompt_tokens_per_second"`
+	TokensPerSecond  float64       `json:"tokens_per_second"` // decode rate, excluding prefill
+	FinishReason     FinishReason  `json:"finish_reason"`
+	PromptIDs        []int32       `json:"-"` // the prompt as tokenized
+}
+
+// ModelInfo describes a loaded model.
+type ModelInfo struct {
+	Path          string `json:"path"`
+	Name          string `json:"name"`
+	Arch          string `json:"arch"`
+	Layers        int    `json:"layers"`
+	Embd          int    `json:"embd"`
+	Vocab         int    `json:"vocab"`
+	Experts       int    `json:"experts"`
+	ExpertsUsed   int    `json:"experts_used"`
+	ContextLength int    `json:"context_length"` // the model's trained context
+	FileBytes     int64  `json:"file_bytes"`
+	Demo          bool   `json:"demo"` // a demo model with random weights
+}
+
+// Status is a snapshot of the engine.
+type Status struct {
+	State       State      `json:"state"`
+	Model       *ModelInfo `json:"model,omitempty"`
+	Err         string     `json:"error,omitempty"`
+	MemoryBytes int64      `json:"memory_bytes"` // bytes the engine holds (KV cache, buffers; mapped weights counted once resident)
+	LastStats   *Stats     `json:"last_stats,omitempty"`
+}

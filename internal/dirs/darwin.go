@@ -1,0 +1,5 @@
+//go:build darwin
+
+package dirs
+
+const isDarwin = true

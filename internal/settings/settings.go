@@ -1,0 +1,450 @@
+// Package settings holds Strata's user settings: one typed struct shared by
+// the settings window and the API's settings.get/settings.set, with each
+// knob's default, plain-language explanation and validation, and a Store
+// that persists it atomically as JSON and tells subscribers about changes
+// so they apply live.
+package settings
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Settings are all user settings. The zero value is not valid; start from
+// Defaults. Settings holds only values, so copies are independent.
+type Settings struct {
+	// Model is the installed model (a models.Manager name) the engine
+	// loads; "" means the built-in demo model. The models window and the
+	// API's models.select set it.
+	Model string `json:"model"`
+
+	Speculation Speculation `json:"speculation"`
+	Routing     Routing     `json:"routing"`
+	Memory      Memory      `json:"memory"`
+	API         API         `json:"api"`
+	Advanced    Advanced    `json:"advanced"`
+}
+
+// Speculation configures speculative decoding (drafting several tokens and
+// checking them in one step).
+type Speculation struct {
+	Enabled        bool    `json:"enabled"`
+	AutoDepth      bool    `json:"auto_depth"` // SpecGate picks the draft length per step
+	MaxDraftTokens int     `json:"max_draft_tokens"`
+	MinDraftProb   float64 `json:"min_draft_probability"`
+	PromptLookup   bool    `json:"prompt_lookup"`
+}
+
+// Routing configures cache-aware expert routing (MoCE).
+type Routing struct {
+	Enabled       bool    `json:"enabled"`
+	Strength      float64 `json:"strength"`        // λ: how much a cached expert's score is raised
+	ProtectedTop  int     `json:"protected_ranks"` // the best-ranked experts that are never replaced
+	MaxRankWindow int     `json:"max_rank_window"` // M: a cached expert must rank inside the true top-M
+	AlwaysKept    int     `json:"always_kept"`     // J: the true top-J experts are always used
+}
+
+// Memory configures what stays in memory.
+type Memory struct {
+	ExpertCacheGB     float64 `json:"expert_cache_gb"`     // 0: automatic, from installed RAM
+	KeepLoadedMinutes int     `json:"keep_loaded_minutes"` // 0: unload at once; -1: forever
+}
+
+// API configures the local API server.
+type API struct {
+	Port         int  `json:"port"`
+	AllowNetwork bool `json:"allow_network"` // listen on all interfaces, not only this computer
+}
+
+// Advanced holds knobs most people never change.
+type Advanced struct {
+	Threads       int `json:"threads"`        // 0: automatic (all cores)
+	ContextLength int `json:"context_length"` // 0: automatic (the model's, at most 4096)
+}
+
+// Default values.
+const (
+	DefaultPort              = 11711
+	DefaultKeepLoadedMinutes = 5
+	KeepForever              = -1
+)
+
+// Defaults returns the settings a new install starts with.
+func Defaults() Settings {
+	return Settings{
+		Speculation: Speculation{Enabled: true, AutoDepth: true, MaxDraftTokens: 8, MinDraftProb: 0.1, PromptLookup: true},
+		Routing:     Routing{Enabled: false, Strength: 2, ProtectedTop: 2, MaxRankWindow: 16, AlwaysKept: 1},
+		Memory:      Memory{ExpertCacheGB: 0, KeepLoadedMinutes: DefaultKeepLoadedMinutes},
+		API:         API{Port: DefaultPort, AllowNetwork: false},
+		Advanced:    Advanced{Threads: 0, ContextLength: 0},
+	}
+}
+
+// Kind is the type of a field's value.
+type Kind int
+
+// Field kinds.
+const (
+	Bool Kind = iota
+	Int
+	Float
+)
+
+// Field describes one knob: where it lives in the JSON, how to present it,
+// its bounds and whether the engine applies it yet.
+type Field struct {
+	Key   string // JSON path, e.g. "speculation.max_draft_tokens"
+	Group string // the settings window's group
+	Label string // short name shown next to the control
+	Help  string // one plain-language sentence
+	Kind  Kind
+	Min   float64 // inclusive bounds for Int and Float (special values aside)
+	Max   float64
+	// Special maps values outside [Min, Max] that mean something (0 =
+	// "Auto") to the word shown and accepted for them.
+	Special map[float64]string
+	// Live is true when a change takes effect in this version; false fields
+	// are shown but disabled, "coming in a later version".
+	Live bool
+
+	ptr func(*Settings) any // *bool, *int or *float64
+}
+
+// Group names, in window order.
+const (
+	GroupSpeculation = "Speculative decoding"
+	GroupRouting     = "Cache-aware routing (MoCE)"
+	GroupMemory      = "Memory"
+	GroupAPI         = "API"
+	GroupAdvanced    = "Advanced"
+)
+
+// LaterText is what the UI shows beside knobs the engine cannot apply yet.
+const LaterText = "coming in a later version"
+
+// Fields lists every knob in display order. The slice is shared: do not
+// modify it.
+var fields = []Field{
+	{Key: "speculation.enabled", Group: GroupSpeculation, Label: "Speculative decoding", Kind: Bool,
+		Help: "Guesses several words ahead and checks them at once, which can make answers appear faster without changing them.",
+		ptr:  func(s *Settings) any { return &s.Speculation.Enabled }},
+	{Key: "speculation.auto_depth", Group: GroupSpeculation, Label: "Automatic depth (SpecGate)", Kind: Bool,
+		Help: "Measures how often guesses are right and only guesses as far ahead as pays off.",
+		ptr:  func(s *Settings) any { return &s.Speculation.AutoDepth }},
+	{Key: "speculation.max_draft_tokens", Group: GroupSpeculation, Label: "Max draft tokens", Kind: Int, Min: 1, Max: 32,
+		Help: "The most words guessed ahead in one step.",
+		ptr:  func(s *Settings) any { return &s.Speculation.MaxDraftTokens }},
+	{Key: "speculation.min_draft_probability", Group: GroupSpeculation, Label: "Minimum draft probability", Kind: Float, Min: 0, Max: 1,
+		Help: "Stops guessing further once a guess is less likely than this (0 to 1).",
+		ptr:  func(s *Settings) any { return &s.Speculation.MinDraftProb }},
+	{Key: "speculation.prompt_lookup", Group: GroupSpeculation, Label: "Prompt-lookup drafts", Kind: Bool,
+		Help: "Takes guesses from text already in the conversation, which helps when answers repeat or quote it.",
+		ptr:  func(s *Settings) any { return &s.Speculation.PromptLookup }},
+
+	{Key: "routing.enabled", Group: GroupRouting, Label: "Cache-aware routing", Kind: Bool,
+		Help: "Prefers parts of the model already in memory, trading a little exactness for speed when the model streams from disk.",
+		ptr:  func(s *Settings) any { return &s.Routing.Enabled }},
+	{Key: "routing.strength", Group: GroupRouting, Label: "Strength (λ)", Kind: Float, Min: 1, Max: 10,
+		Help: "How strongly parts already in memory are preferred; 1 means not at all.",
+		ptr:  func(s *Settings) any { return &s.Routing.Strength }},
+	{Key: "routing.protected_ranks", Group: GroupRouting, Label: "Protected top ranks", Kind: Int, Min: 0, Max: 64,
+		Help: "This many of the model's first choices are always kept, whatever is in memory.",
+		ptr:  func(s *Settings) any { return &s.Routing.ProtectedTop }},
+	{Key: "routing.max_rank_window", Group: GroupRouting, Label: "Max-rank window (M)", Kind: Int, Min: 1, Max: 512,
+		Help: "A part in memory may stand in only if the model ranked it among its top M choices.",
+		ptr:  func(s *Settings) any { return &s.Routing.MaxRankWindow }},
+	{Key: "routing.always_kept", Group: GroupRouting, Label: "Always kept (J)", Kind: Int, Min: 0, Max: 64,
+		Help: "The model's top J choices are always used, never swapped for a part in memory.",
+		ptr:  func(s *Settings) any { return &s.Routing.AlwaysKept }},
+
+	{Key: "memory.expert_cache_gb", Group: GroupMemory, Label: "Expert cache budget (GB)", Kind: Float, Min: 0.5, Max: 4096,
+		Special: map[float64]string{0: "Auto"},
+		Help:    "Memory set aside for model parts streamed from disk; Auto sizes it from the memory this computer has.",
+		ptr:     func(s *Settings) any { return &s.Memory.ExpertCacheGB }},
+	{Key: "memory.keep_loaded_minutes", Group: GroupMemory, Label: "Keep model loaded (minutes)", Kind: Int, Min: 0, Max: 10080,
+		Special: map[float64]string{KeepForever: "forever"}, Live: true,
+		Help: "How long the model stays in memory after its last use; 0 frees memory at once, forever never does.",
+		ptr:  func(s *Settings) any { return &s.Memory.KeepLoadedMinutes }},
+
+	{Key: "api.port", Group: GroupAPI, Label: "Port", Kind: Int, Min: 1024, Max: 65535, Live: true,
+		Help: "The network port local apps connect to.",
+		ptr:  func(s *Settings) any { return &s.API.Port }},
+	{Key: "api.allow_network", Group: GroupAPI, Label: "Allow other devices on the network", Kind: Bool, Live: true,
+		Help: "Lets other computers on your network use Strata with the token; leave off unless you need it.",
+		ptr:  func(s *Settings) any { return &s.API.AllowNetwork }},
+
+	{Key: "advanced.threads", Group: GroupAdvanced, Label: "Threads", Kind: Int, Min: 1, Max: 256, Live: true,
+		Special: map[float64]string{0: "Auto"},
+		Help:    "How many processor cores work on each answer; Auto uses all of them.",
+		ptr:     func(s *Settings) any { return &s.Advanced.Threads }},
+	{Key: "advanced.context_length", Group: GroupAdvanced, Label: "Context length (tokens)", Kind: Int, Min: 256, Max: 1 << 20, Live: true,
+		Special: map[float64]string{0: "Auto"},
+		Help:    "How much text the model keeps in view at once; longer uses more memory. Auto uses the model's own, up to 4096.",
+		ptr:     func(s *Settings) any { return &s.Advanced.ContextLength }},
+}
+
+// Fields returns every knob in display order.
+func Fields() []Field { return append([]Field(nil), fields...) }
+
+// Lookup returns the field with the given JSON key.
+func Lookup(key string) (Field, bool) {
+	for _, f := range fields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Bool returns a Bool field's value in s.
+func (f Field) Bool(s Settings) bool {
+	if p, ok := f.ptr(&s).(*bool); ok {
+		return *p
+	}
+	return false
+}
+
+// SetBool sets a Bool field in s.
+func (f Field) SetBool(s *Settings, v bool) {
+	if p, ok := f.ptr(s).(*bool); ok {
+		*p = v
+	}
+}
+
+// Number returns an Int or Float field's value in s.
+func (f Field) Number(s Settings) float64 {
+	switch p := f.ptr(&s).(type) {
+	case *int:
+		return float64(*p)
+	case *float64:
+		return *p
+	}
+	return 0
+}
+
+// Format returns the field's value in s as the settings window shows it.
+func (f Field) Format(s Settings) string {
+	if f.Kind == Bool {
+		return strconv.FormatBool(f.Bool(s))
+	}
+	v := f.Number(s)
+	if w, ok := f.Special[v]; ok {
+		return w
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Parse sets the field in s from text as typed by a user: a number, a
+// special word ("Auto", "forever", case-insensitive) or true/false. It
+// checks the syntax and the bounds and names the field in its error.
+func (f Field) Parse(s *Settings, text string) error {
+	text = strings.TrimSpace(text)
+	if f.Kind == Bool {
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return f.errorf("must be on or off, got %q", text)
+		}
+		f.SetBool(s, b)
+		return nil
+	}
+	v, ok := f.special(text)
+	if !ok {
+		var err error
+		switch f.Kind {
+		case Int:
+			var n int64
+			n, err = strconv.ParseInt(text, 10, 64)
+			v = float64(n)
+		default:
+			v, err = strconv.ParseFloat(text, 64)
+		}
+		if err != nil || text == "" {
+			return f.errorf("must be %s, got %q", f.expect(), text)
+		}
+	}
+	if err := f.check(v); err != nil {
+		return err
+	}
+	switch p := f.ptr(s).(type) {
+	case *int:
+		*p = int(v)
+	case *float64:
+		*p = v
+	}
+	return nil
+}
+
+func (f Field) special(text string) (float64, bool) {
+	for v, w := range f.Special {
+		if strings.EqualFold(text, w) {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// expect describes the accepted values, e.g. "a whole number from 1 to 32 or Auto".
+func (f Field) expect() string {
+	what := "a number"
+	if f.Kind == Int {
+		what = "a whole number"
+	}
+	s := fmt.Sprintf("%s from %s to %s", what, fmtNum(f.Min), fmtNum(f.Max))
+	for _, w := range f.specialWords() {
+		s += " or " + w
+	}
+	return s
+}
+
+func (f Field) specialWords() []string {
+	var ws []string
+	for _, w := range f.Special {
+		ws = append(ws, w)
+	}
+	return ws // at most one per field today
+}
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func (f Field) check(v float64) error {
+	if _, ok := f.Special[v]; ok {
+		return nil
+	}
+	if math.IsNaN(v) || v < f.Min || v > f.Max || (f.Kind == Int && v != math.Trunc(v)) {
+		return f.errorf("must be %s, got %s", f.expect(), fmtNum(v))
+	}
+	return nil
+}
+
+// FieldError is a validation failure of one field.
+type FieldError struct {
+	Key   string // the field's JSON key
+	Label string // the field's label
+	Msg   string // what is wrong, e.g. "must be a whole number from 1 to 32, got 40"
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("setting %s (%s): %s", e.Key, e.Label, e.Msg)
+}
+
+func (f Field) errorf(format string, args ...any) *FieldError {
+	return &FieldError{Key: f.Key, Label: f.Label, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Check returns every field error of s, in display order (nil if s is
+// valid): bounds per field, then rules between fields.
+func (s Settings) Check() []*FieldError {
+	var errs []*FieldError
+	bad := map[string]bool{}
+	for _, f := range fields {
+		if f.Kind == Bool {
+			continue
+		}
+		if err := f.check(f.Number(s)); err != nil {
+			var fe *FieldError
+			errors.As(err, &fe)
+			errs = append(errs, fe)
+			bad[f.Key] = true
+		}
+	}
+	if err := checkModelName(s.Model); err != nil {
+		errs = append(errs, err)
+	}
+	r := s.Routing
+	if !bad["routing.always_kept"] && !bad["routing.max_rank_window"] && r.AlwaysKept > r.MaxRankWindow {
+		f, _ := Lookup("routing.always_kept")
+		errs = append(errs, f.errorf("must not exceed the max-rank window M (%d), got %d", r.MaxRankWindow, r.AlwaysKept))
+	}
+	if !bad["routing.protected_ranks"] && !bad["routing.max_rank_window"] && r.ProtectedTop > r.MaxRankWindow {
+		f, _ := Lookup("routing.protected_ranks")
+		errs = append(errs, f.errorf("must not exceed the max-rank window M (%d), got %d", r.MaxRankWindow, r.ProtectedTop))
+	}
+	return errs
+}
+
+// checkModelName refuses names that could reach outside the model store
+// (the model manager checks them again before use).
+func checkModelName(name string) *FieldError {
+	bad := len(name) > 200 || name == "." || name == ".." || strings.ContainsAny(name, "/\\")
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			bad = true
+		}
+	}
+	if !bad {
+		return nil
+	}
+	return &FieldError{Key: "model", Label: "Active model", Msg: fmt.Sprintf("%q is not a model name", name)}
+}
+
+// Validate returns nil if s is valid, else an error listing every field
+// error (each a *FieldError, reachable with errors.As).
+func (s Settings) Validate() error {
+	errs := s.Check()
+	if len(errs) == 0 {
+		return nil
+	}
+	list := make([]error, len(errs))
+	for i, e := range errs {
+		list[i] = e
+	}
+	return errors.Join(list...)
+}
+
+// maxFileSize bounds a settings file or patch; real ones are under 1 KB.
+const maxFileSize = 64 << 10
+
+// Decode parses a settings document onto base: fields it does not mention
+// keep base's values, unknown fields are ignored (a newer version may have
+// written them), and the result must be valid.
+func Decode(base Settings, data []byte) (Settings, error) {
+	if len(data) > maxFileSize {
+		return Settings{}, fmt.Errorf("settings: %d bytes is more than the %d allowed", len(data), maxFileSize)
+	}
+	s := base
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&s); err != nil {
+		return Settings{}, fmt.Errorf("settings: %w", err)
+	}
+	if dec.More() {
+		return Settings{}, errors.New("settings: unexpected data after the JSON object")
+	}
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// Patch applies a partial JSON document (as sent with settings.set) to s.
+// Unlike Decode, unknown fields are refused, naming the field.
+func (s Settings) Patch(data []byte) (Settings, error) {
+	if len(data) > maxFileSize {
+		return Settings{}, fmt.Errorf("settings: %d bytes is more than the %d allowed", len(data), maxFileSize)
+	}
+	out := s
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return Settings{}, fmt.Errorf("settings: %w", err)
+	}
+	if dec.More() {
+		return Settings{}, errors.New("settings: unexpected data after the JSON object")
+	}
+	if err := out.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return out, nil
+}
+
+func jsonIndent(s Settings) ([]byte, error) {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode settings: %w", err)
+	}
+	return append(data, '\n'), nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package download_test
+
+const raceEnabled = false

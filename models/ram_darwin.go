@@ -1,0 +1,12 @@
+package models
+
+import "golang.org/x/sys/unix"
+
+// TotalRAM returns the machine's physical memory in bytes (0 if unknown).
+func TotalRAM() uint64 {
+	n, err := unix.SysctlUint64("hw.memsize")
+	if err != nil {
+		return 0
+	}
+	return n
+}
