@@ -16,7 +16,10 @@ const DemoName = "Strata demo (random weights)"
 // openModel builds the forward pass for f's architecture.
 func openModel(_ context.Context, f *gguf.File, opts Options) (model.Model, ModelInfo, error) {
 	name, _ := f.String("general.name")
-	info := ModelInfo{Name: name, Arch: f.Arch(), FileBytes: f.Size, Demo: name == DemoName}
+	info := ModelInfo{Name: name, Arch: f.Arch(), FileBytes: f.Size, Demo: IsDemoFile(f)}
+	if info.Demo {
+		info.Name = DemoName
+	}
 	switch f.Arch() {
 	case qwen3moe.Arch:
 		m, err := qwen3moe.Open(f, qwen3moe.Options{Threads: opts.Threads})

@@ -113,6 +113,19 @@ type Event struct {
 	Message   string          `json:"message,omitempty"`   // error, closing
 }
 
+// MarshalJSON always writes "text" for delta events (it may be empty
+// while a multi-byte character is incomplete); other events omit it.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	if e.Type == EventDelta {
+		return json.Marshal(struct {
+			plain
+			Text string `json:"text"`
+		}{plain(e), e.Text})
+	}
+	return json.Marshal(plain(e))
+}
+
 // HelloParams open a session. Token is required when the connection was
 // not authorized by an Authorization header; it must then be the first
 // message.

@@ -201,3 +201,25 @@ func TestValidPullName(t *testing.T) {
 		}
 	}
 }
+
+func TestEventJSON(t *testing.T) {
+	tests := []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Type: EventDelta, ID: "1", Tokens: []int32{7}}, `{"type":"delta","id":"1","tokens":[7],"text":""}`},
+		{Event{Type: EventDelta, ID: "1", Text: "hi"}, `{"type":"delta","id":"1","text":"hi"}`},
+		{Event{Type: EventQueued, ID: "2", Position: 1}, `{"type":"queued","id":"2","position":1}`},
+		{Event{Type: EventError, ID: "3", Code: CodeBusy, Message: "full"}, `{"type":"error","id":"3","code":"busy","message":"full"}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.ev)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("%+v: %s %v, want %s", tt.ev, b, err, tt.want)
+		}
+		var back Event
+		if err := json.Unmarshal(b, &back); err != nil || back.Type != tt.ev.Type || back.Text != tt.ev.Text {
+			t.Errorf("round trip %s: %+v %v", b, back, err)
+		}
+	}
+}

@@ -234,7 +234,9 @@ func TestTrayStartErrors(t *testing.T) {
 	}
 	u.d.DefaultModel = bad
 	tap(t, u, LabelStart)
-	waitFor(t, "load error", func() bool { return strings.HasPrefix(u.StatusLine(), "Error: ") && strings.Contains(u.StatusLine(), "bad.gguf") })
+	waitFor(t, "load error", func() bool {
+		return strings.HasPrefix(u.StatusLine(), "Error: ") && strings.Contains(u.StatusLine(), "bad.gguf")
+	})
 	var b Badge
 	u.locked(func() { b = u.badgeLocked() })
 	if b.Icon != resources.BadgeError || b.Title != "!" {

@@ -7,6 +7,7 @@ package quant
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/strata-llm/strata/engine/ggml"
 )
@@ -28,6 +29,11 @@ type Kernel struct {
 	// Quantize, if not nil, converts x (a whole number of blocks) to this
 	// type as ggml's reference quantizer (quantize_row_*_ref) does.
 	Quantize func(x []float32, dst []byte)
+	// GoDot is the portable Go dot product: the reference every SIMD Dot is
+	// tested against. Dot is GoDot unless a SIMD version was installed.
+	GoDot func(n int, w, a []byte) float32
+	// SIMD names the instruction set of Dot ("" for portable Go).
+	SIMD string
 }
 
 // kernels is filled by the init functions of this package's files and
@@ -38,11 +44,35 @@ func register(t ggml.Type, k Kernel) {
 	if _, dup := kernels[t]; dup {
 		panic(fmt.Sprintf("quant: kernel for %s registered twice", t))
 	}
+	k.GoDot = k.Dot
 	kernels[t] = &k
+}
+
+// simdKernel is an assembly dot product for one weight type.
+type simdKernel struct {
+	name string // instruction set, e.g. "avx2"
+	dot  func(n int, w, a []byte) float32
+}
+
+// simdDots is filled by the init functions of the architecture files
+// (built unless the purego tag is set) with the dot products this CPU can
+// run; install moves them into the kernels on first use. Never changed after.
+var (
+	simdDots = map[ggml.Type]simdKernel{}
+	install  sync.Once
+)
+
+func installSIMD() {
+	for t, s := range simdDots {
+		if k, ok := kernels[t]; ok {
+			k.Dot, k.SIMD = s.dot, s.name
+		}
+	}
 }
 
 // For returns the kernels for weight type t.
 func For(t ggml.Type) (*Kernel, error) {
+	install.Do(installSIMD)
 	k, ok := kernels[t]
 	if !ok {
 		return nil, fmt.Errorf("weight type %s is not supported by the CPU backend", t)

@@ -1,0 +1,168 @@
+package ui
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/strata-llm/strata/models"
+	"github.com/strata-llm/strata/models/download"
+)
+
+// gatedServer serves body over TLS without Range support; it sends the
+// first half, then waits for release before sending the rest.
+func gatedServer(t *testing.T, body []byte) (*httptest.Server, chan struct{}) {
+	release := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tiny.gguf" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		if r.Method == http.MethodHead {
+			return
+		}
+		half := len(body) / 2
+		w.Write(body[:half])
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(body[half:])
+	}))
+	t.Cleanup(srv.Close)
+	return srv, release
+}
+
+func TestModelsWindowDownload(t *testing.T) {
+	demo, err := demoPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, release := gatedServer(t, body)
+	cat, err := models.LoadCatalog([]byte(fmt.Sprintf(`{"version":1,"models":[{
+		"name":"tiny-test","display":"Tiny test model","description":"A small model served by this test.",
+		"family":"test","arch":"qwen3moe","quant":"Q8_0","size_bytes":%d,
+		"ram_recommended_bytes":1073741824,"ram_min_bytes":536870912,
+		"files":[{"url":%q,"size":%d,"sha256":%q}]}]}`, len(body), srv.URL+"/tiny.gguf", len(body), sha256hex(body))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, nil)
+	mgr, err := models.NewManager(filepath.Join(fx.dirs.Data, "models"), models.Options{
+		Catalog: cat, Client: srv.Client(),
+		Download: download.Options{ProgressInterval: -1, SpaceMargin: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Close() })
+	fx.u.d.Models = mgr
+	u := fx.u
+	u.Watch()
+	w := u.ShowModels()
+	v := u.modelsView
+
+	row := func(name string) (state string, progress float64, hasBar bool, buttons []string) {
+		u.locked(func() {
+			r, ok := v.rows[name]
+			if !ok {
+				return
+			}
+			state = r.state.Text
+			if r.progress != nil {
+				hasBar, progress = true, r.progress.Value
+			}
+			for l := range r.buttons {
+				buttons = append(buttons, l)
+			}
+		})
+		return
+	}
+	st, _, _, btns := row("tiny-test")
+	if st != "Not downloaded" || strings.Join(btns, ",") != BtnDownload {
+		t.Fatalf("before: %q %v", st, btns)
+	}
+
+	var btn func(name, label string) *widget.Button
+	btn = func(name, label string) (b *widget.Button) {
+		u.locked(func() { b = v.rows[name].buttons[label] })
+		if b == nil {
+			t.Fatalf("%s: no %s button", name, label)
+		}
+		return b
+	}
+	test.Tap(btn("tiny-test", BtnDownload))
+
+	// Half the file arrives, then the server holds the rest: the row shows
+	// 50 % with a progress bar.
+	waitFor(t, "50% progress", func() bool {
+		st, p, bar, _ := row("tiny-test")
+		return bar && p == 0.5 && strings.HasPrefix(st, "Downloading 50%")
+	})
+	st, _, _, btns = row("tiny-test")
+	if !strings.Contains(strings.Join(btns, ","), BtnPause) || !strings.Contains(strings.Join(btns, ","), BtnCancel) {
+		t.Fatalf("downloading: buttons %v", btns)
+	}
+	t.Logf("while downloading: %q", st)
+	var b Badge
+	u.locked(func() { b = u.badgeLocked() })
+	if b.Title != "↓ 50%" {
+		t.Errorf("badge while downloading %+v", b)
+	}
+
+	// Pause keeps the progress; the golden image shows the paused row.
+	test.Tap(btn("tiny-test", BtnPause))
+	waitFor(t, "paused", func() bool { st, _, _, _ := row("tiny-test"); return st == "Paused at 50%" })
+	if _, p, bar, btns := row("tiny-test"); !bar || p != 0.5 || !strings.Contains(strings.Join(btns, ","), BtnResume) {
+		t.Fatalf("paused: bar %v at %v, buttons %v", bar, p, btns)
+	}
+	u.locked(func() { test.AssertImageMatches(t, "models_paused.png", w.Canvas().Capture()) })
+
+	close(release)
+	test.Tap(btn("tiny-test", BtnResume))
+	waitFor(t, "installed", func() bool { st, _, _, _ := row("tiny-test"); return st == "Installed · verified" })
+	_, _, bar, btns := row("tiny-test")
+	if bar {
+		t.Error("progress bar shown for an installed model")
+	}
+	for _, want := range []string{BtnUse, BtnVerify, BtnDelete} {
+		if !strings.Contains(strings.Join(btns, ","), want) {
+			t.Errorf("installed: no %s in %v", want, btns)
+		}
+	}
+
+	// Use it: the settings name it and Start loads it.
+	test.Tap(btn("tiny-test", BtnUse))
+	if got := fx.store.Get().Model; got != "tiny-test" {
+		t.Fatalf("active model %q", got)
+	}
+	path, err := mgr.Path("tiny-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Menu()
+	tap(t, u, LabelStart)
+	waitFor(t, "ready", func() bool { return strings.HasSuffix(u.StatusLine(), "ready") })
+	if got := fx.eng.Status().Model.Path; got != path {
+		t.Fatalf("engine loaded %s, want %s", got, path)
+	}
+
+	u.locked(func() {
+		test.AssertImageMatches(t, "models.png", w.Canvas().Capture())
+	})
+}
