@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,8 +162,9 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	tg := fs.Int("gen", 64, "tokens decoded one at a time")
 	reps := fs.Int("reps", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to `file` (go tool pprof)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--json]")
+		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--cpuprofile F] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -175,6 +178,17 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var pre, dec []float64
 	var last engine.BenchResult
 	for r := 0; r < *reps; r++ {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/models/download"
@@ -98,15 +97,23 @@ func TestModelsWindowDownload(t *testing.T) {
 		t.Fatalf("before: %q %v", st, btns)
 	}
 
-	var btn func(name, label string) *widget.Button
-	btn = func(name, label string) (b *widget.Button) {
-		u.locked(func() { b = v.rows[name].buttons[label] })
-		if b == nil {
-			t.Fatalf("%s: no %s button", name, label)
+	// press taps a button by running its action: test.Tap would walk the
+	// widget tree while the download events rebuild it (the test driver runs
+	// fyne.Do on the caller's goroutine, the real one on the main one).
+	press := func(name, label string) {
+		t.Helper()
+		var f func()
+		u.locked(func() {
+			if b := v.rows[name].buttons[label]; b != nil && !b.Disabled() {
+				f = b.OnTapped
+			}
+		})
+		if f == nil {
+			t.Fatalf("%s: no enabled %s button", name, label)
 		}
-		return b
+		f()
 	}
-	test.Tap(btn("tiny-test", BtnDownload))
+	press("tiny-test", BtnDownload)
 
 	// Half the file arrives, then the server holds the rest: the row shows
 	// 50 % with a progress bar.
@@ -126,7 +133,7 @@ func TestModelsWindowDownload(t *testing.T) {
 	}
 
 	// Pause keeps the progress; the golden image shows the paused row.
-	test.Tap(btn("tiny-test", BtnPause))
+	press("tiny-test", BtnPause)
 	waitFor(t, "paused", func() bool { st, _, _, _ := row("tiny-test"); return st == "Paused at 50%" })
 	if _, p, bar, btns := row("tiny-test"); !bar || p != 0.5 || !strings.Contains(strings.Join(btns, ","), BtnResume) {
 		t.Fatalf("paused: bar %v at %v, buttons %v", bar, p, btns)
@@ -134,7 +141,7 @@ func TestModelsWindowDownload(t *testing.T) {
 	u.locked(func() { test.AssertImageMatches(t, "models_paused.png", w.Canvas().Capture()) })
 
 	close(release)
-	test.Tap(btn("tiny-test", BtnResume))
+	press("tiny-test", BtnResume)
 	waitFor(t, "installed", func() bool { st, _, _, _ := row("tiny-test"); return st == "Installed · verified" })
 	_, _, bar, btns := row("tiny-test")
 	if bar {
@@ -147,7 +154,7 @@ func TestModelsWindowDownload(t *testing.T) {
 	}
 
 	// Use it: the settings name it and Start loads it.
-	test.Tap(btn("tiny-test", BtnUse))
+	press("tiny-test", BtnUse)
 	if got := fx.store.Get().Model; got != "tiny-test" {
 		t.Fatalf("active model %q", got)
 	}

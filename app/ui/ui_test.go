@@ -298,7 +298,9 @@ func TestMainWindowMirrorsMenu(t *testing.T) {
 	if text != "Engine stopped" || startDisabled || !stopDisabled {
 		t.Fatalf("main window: %q start disabled %v stop disabled %v", text, startDisabled, stopDisabled)
 	}
-	test.Tap(u.mainView.buttons[LabelStart])
+	var start func()
+	u.locked(func() { start = u.mainView.buttons[LabelStart].OnTapped })
+	start()
 	waitFor(t, "ready in the main window", func() bool { read(); return strings.HasSuffix(text, "ready") })
 	if !startDisabled || stopDisabled {
 		t.Fatalf("ready: start disabled %v stop disabled %v", startDisabled, stopDisabled)

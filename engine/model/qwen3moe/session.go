@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/model"
@@ -21,6 +22,7 @@ type Session struct {
 	k, v  [][]uint16 // per layer: [nCtx][kvDim] F16
 
 	scratch [][]float32 // per thread: attention scores
+	half    [][]uint16  // per thread: F16 query and probabilities
 
 	// batch buffers
 	cap   int
@@ -56,7 +58,7 @@ func (s *Session) Truncate(n int) error {
 
 // Close implements model.Session.
 func (s *Session) Close() error {
-	s.k, s.v, s.scratch = nil, nil, nil
+	s.k, s.v, s.scratch, s.half = nil, nil, nil, nil
 	return nil
 }
 
@@ -168,7 +170,9 @@ func (s *Session) attention(il, nt int) {
 	}
 	cpu.MatMul(m.pool, &l.wv, &s.acts, s.vc[:nt*s.kvDim])
 
-	// Q/K norm, RoPE, and K/V into the F16 cache.
+	// Q/K norm, RoPE, and K/V into the F16 cache: K by position (one row of
+	// kvDim per position), V transposed (one row of nCtx per channel), as
+	// llama.cpp lays them out without flash attention.
 	kcache, vcache := s.k[il], s.v[il]
 	for t := 0; t < nt; t++ {
 		cs := s.rope[t*hp.RopeDims : (t+1)*hp.RopeDims]
@@ -184,46 +188,44 @@ func (s *Session) attention(il, nt int) {
 			cpu.ApplyNeox(k, cs, hp.RopeDims)
 		}
 		kdst := kcache[pos*s.kvDim : (pos+1)*s.kvDim]
-		vdst := vcache[pos*s.kvDim : (pos+1)*s.kvDim]
 		for i := range kdst {
 			kdst[i] = quant.Float32ToFP16(s.kc[t*s.kvDim+i])
-			vdst[i] = quant.Float32ToFP16(s.vc[t*s.kvDim+i])
+			vcache[i*s.nCtx+pos] = quant.Float32ToFP16(s.vc[t*s.kvDim+i])
 		}
 	}
 
-	// Causal attention, one item per (token, head). As llama.cpp without
-	// flash attention: Q rounded to F16 for K·Q, softmax in F32, the
-	// probabilities rounded to F16 for the product with V.
+	// Causal attention, one item per (token, head), as llama.cpp computes it
+	// without flash attention: Q rounded to F16 for the F16 dot with K, a
+	// softmax in F32, the probabilities rounded to F16 for the F16 dot with
+	// each channel of V.
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := hp.Heads / hp.HeadsKV
+	kb, vb := f16Bytes(kcache), f16Bytes(vcache)
 	m.pool.ForW(nt*hp.Heads, func(w, item int) {
 		t, h := item/hp.Heads, item%hp.Heads
 		kvh := h / group
 		npos := s.n + t + 1
-		buf := s.scratch[w]
-		q16 := buf[:hd]
-		sc := buf[hd : hd+npos]
+		sc := s.scratch[w][:npos]
+		q16 := s.half[w][:hd]
+		p16 := s.half[w][hd : hd+npos]
 		q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-		for d := range q16 {
-			q16[d] = quant.FP16ToFloat32(quant.Float32ToFP16(q[d]))
+		for d, v := range q {
+			q16[d] = quant.Float32ToFP16(v)
 		}
+		qb := f16Bytes(q16)
 		for j := 0; j < npos; j++ {
-			krow := kcache[j*s.kvDim+kvh*hd : j*s.kvDim+(kvh+1)*hd]
-			var sum float32
-			for d, kv := range krow {
-				sum += q16[d] * quant.FP16ToFloat32(kv)
-			}
-			sc[j] = sum * scale
+			off := 2 * (j*s.kvDim + kvh*hd)
+			sc[j] = m.f16.Dot(hd, kb[off:off+2*hd], qb) * scale
 		}
 		cpu.Softmax(sc)
+		for j, p := range sc {
+			p16[j] = quant.Float32ToFP16(p)
+		}
+		pb := f16Bytes(p16)
 		out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-		clear(out)
-		for j := 0; j < npos; j++ {
-			p := quant.FP16ToFloat32(quant.Float32ToFP16(sc[j]))
-			vrow := vcache[j*s.kvDim+kvh*hd : j*s.kvDim+(kvh+1)*hd]
-			for d, vv := range vrow {
-				out[d] += p * quant.FP16ToFloat32(vv)
-			}
+		for d := range out {
+			off := 2 * ((kvh*hd + d) * s.nCtx)
+			out[d] = m.f16.Dot(npos, vb[off:off+2*npos], pb)
 		}
 	})
 	s.linear(&l.wo, s.att[:nt*qDim], nt, s.proj[:nt*e])
@@ -457,4 +459,12 @@ func (em *expertMats) set(ws []model.ExpertWeights, ff, e int) error {
 		em.down = append(em.down, d)
 	}
 	return nil
+}
+
+// f16Bytes views F16 values as the bytes the dot kernels take.
+func f16Bytes(h []uint16) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
 }
