@@ -43,7 +43,7 @@ Linux)
 			# The oracle (llama.cpp via Node) and the app's screenshot script.
 			command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 			command -v npm >/dev/null 2>&1 || pkgs+=(npm)
-			pkgs+=(xvfb dbus)
+			pkgs+=(xvfb dbus dbus-x11 x11-utils x11-apps)
 		fi
 		apt_install "${pkgs[@]}"
 	else
@@ -67,5 +67,5 @@ go mod download
 
 if [ "$mode" = test ] && [ -f tools/oracle/package-lock.json ]; then
 	say "installing the llama.cpp oracle (tools/oracle)"
-	(cd tools/oracle && npm ci --no-audit --no-fund --loglevel=error)
+	(cd tools/oracle && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi

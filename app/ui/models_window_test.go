@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -125,7 +126,7 @@ func TestModelsWindowDownload(t *testing.T) {
 	if !strings.Contains(strings.Join(btns, ","), BtnPause) || !strings.Contains(strings.Join(btns, ","), BtnCancel) {
 		t.Fatalf("downloading: buttons %v", btns)
 	}
-	t.Logf("while downloading: %q", st)
+	t.Logf("%s while downloading: %q", time.Now().Format("15:04:05.000"), st)
 	var b Badge
 	u.locked(func() { b = u.badgeLocked() })
 	if b.Title != "↓ 50%" {
@@ -141,8 +142,10 @@ func TestModelsWindowDownload(t *testing.T) {
 	u.locked(func() { test.AssertImageMatches(t, "models_paused.png", w.Canvas().Capture()) })
 
 	close(release)
+	t.Logf("%s resume", time.Now().Format("15:04:05.000"))
 	press("tiny-test", BtnResume)
 	waitFor(t, "installed", func() bool { st, _, _, _ := row("tiny-test"); return st == "Installed · verified" })
+	t.Logf("%s installed", time.Now().Format("15:04:05.000"))
 	_, _, bar, btns := row("tiny-test")
 	if bar {
 		t.Error("progress bar shown for an installed model")

@@ -39,6 +39,21 @@ func putFP16(b []byte, f float32) {
 // multiplies by 1/d and rounds halves away from zero (roundf); see
 // the Q8_0 kernel's Quantize for that one.
 func QuantizeQ8_0(x []float32, dst []byte) {
+	if quantizeQ8_0Arch != nil {
+		quantizeQ8_0Arch(x, dst)
+		return
+	}
+	quantizeQ8_0Go(x, dst)
+}
+
+// quantizeQ8_0Arch, if not nil, is an assembly QuantizeQ8_0 producing the
+// same bytes as quantizeQ8_0Go. It is set at most once, by the init
+// function of an architecture file, and never changed afterwards.
+var quantizeQ8_0Arch func(x []float32, dst []byte)
+
+// quantizeQ8_0Go is the portable QuantizeQ8_0: the reference the assembly
+// versions are tested against.
+func quantizeQ8_0Go(x []float32, dst []byte) {
 	nb := len(x) / qk8_0
 	_ = dst[nb*q8_0BlockSize-1]
 	for i := 0; i < nb; i++ {

@@ -46,6 +46,21 @@ func nearestInt(f float32) int32 {
 // gets d = 0, zero quants and zero bsums (ggml leaves bsums untouched there;
 // they are never read with d = 0 in a way that matters).
 func QuantizeQ8K(x []float32, dst []byte) {
+	if quantizeQ8KArch != nil {
+		quantizeQ8KArch(x, dst)
+		return
+	}
+	quantizeQ8KGo(x, dst)
+}
+
+// quantizeQ8KArch, if not nil, is an assembly QuantizeQ8K producing the
+// same bytes as quantizeQ8KGo. It is set at most once, by the init function
+// of an architecture file, and never changed afterwards.
+var quantizeQ8KArch func(x []float32, dst []byte)
+
+// quantizeQ8KGo is the portable QuantizeQ8K: the reference the assembly
+// versions are tested against.
+func quantizeQ8KGo(x []float32, dst []byte) {
 	nb := len(x) / qkK
 	_ = dst[nb*q8KBlockSize-1]
 	for i := 0; i < nb; i++ {

@@ -1,0 +1,275 @@
+package main
+
+// I-quant dot products against Q8_K. As for the K quants, each
+// super-block's integer sum is exact and the floats are accumulated in the
+// Go reference's order, so the results are bit-identical to GoDot.
+//
+// The grids and sign masks are the Go tables (iq2xsGrid, ksigns64, ...),
+// passed by pointer. A ksigns64 entry has byte 0xff where the value is
+// negative, so a signed grid vector is (grid ^ mask) - mask.
+
+// kFloat1 finishes a super-block with one scale: with the exact isum in
+// s(visum) it does sum += (xd*yd)*isum. f0, f1 are scratch.
+func (g *gen) kFloat1(visum, sum, f0, f1 int) {
+	g.op("FMOVS (R1), F%d", f1)
+	g.fp16(f0, 0, 0, 5)
+	g.fmulS(f0, f0, f1)
+	g.scvtfS(visum, visum)
+	g.fmulS(visum, f0, visum)
+	g.faddS(sum, sum, visum)
+}
+
+// scaleOut multiplies s(sum) by the constant c and returns it.
+func (g *gen) scaleOut(sum int, c string) {
+	g.op("FMOVS $%s, F1", c)
+	g.fmulS(0, sum, 1)
+	g.ret(0, 2)
+}
+
+// iq4XS is ggml_vec_dot_iq4_xs_q8_K (NEON path): nibbles mapped through
+// kvalues_iq4nl by TBL; the 6-bit scales are spread to bytes with scalar
+// bit tricks and applied by multiply-accumulate.
+func iq4XS(g *gen) {
+	g.header("dotIQ4XSNEON", "// func dotIQ4XSNEON(x, y *byte, nb int, values *int8) float32\n", "values")
+	const vals, m4, c32, sum = 31, 30, 29, 28
+	g.op("VLD1 (R3), [V%d.B16]", vals)
+	g.movi16b(m4, 0x0f)
+	g.movi16b(c32, 0x20)
+	g.zero(sum)
+	g.superLoop("iq4XS", 136, func() {
+		// ls = (scales_l nibble) | (scales_h 2 bits)<<4, one byte per 32.
+		g.op("MOVWU 4(R0), R6")
+		g.op("ORR R6<<16, R6, R6")
+		g.op("AND $0x0000ffff0000ffff, R6")
+		g.op("ORR R6<<8, R6, R6")
+		g.op("AND $0x00ff00ff00ff00ff, R6")
+		g.op("ORR R6<<4, R6, R6")
+		g.op("AND $0x0f0f0f0f0f0f0f0f, R6")
+		g.op("MOVHU 2(R0), R5")
+		g.op("AND $0xff00, R5, R7")
+		g.op("AND $0xff, R5")
+		g.op("ORR R7<<24, R5, R5")
+		g.op("ORR R5<<12, R5, R5")
+		g.op("AND $0x000f000f000f000f, R5")
+		g.op("ORR R5<<6, R5, R5")
+		g.op("AND $0x0303030303030303, R5")
+		g.op("ORR R5<<4, R6, R6")
+		g.op("FMOVD R6, F20")
+		g.sub16b(20, 20, c32)
+		g.sxtl8h(20, 20)
+		g.sxtl4s(24, 20)
+		g.sxtl24s(25, 20)
+		g.op("ADD $8, R0, R8")
+		g.op("ADD $4, R1, R9")
+		for j := 0; j < 4; j++ {
+			g.op("VLD1.P 32(R8), [V0.B16, V1.B16]")
+			g.op("VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]")
+			g.and16b(6, 0, m4)
+			g.ushr16b(7, 0, 4)
+			g.and16b(8, 1, m4)
+			g.ushr16b(9, 1, 4)
+			for k := 6; k <= 9; k++ {
+				g.tbl1(k, vals, k)
+			}
+			pa, pb := 14+2*(j%2), 15+2*(j%2)
+			aa, ab := 10+2*(j%2), 11+2*(j%2)
+			g.zero(pa)
+			g.sdot(pa, 6, 2)
+			g.sdot(pa, 7, 3)
+			g.zero(pb)
+			g.sdot(pb, 8, 4)
+			g.sdot(pb, 9, 5)
+			sc, lane := 24+j/2, (2*j)%4
+			if j < 2 {
+				g.mul4sElem(aa, pa, sc, lane)
+				g.mul4sElem(ab, pb, sc, lane+1)
+			} else {
+				g.mla4sElem(aa, pa, sc, lane)
+				g.mla4sElem(ab, pb, sc, lane+1)
+			}
+		}
+		g.sum4(10)
+		g.addv4s(10, 10)
+		g.kFloat1(10, sum, 0, 1)
+	})
+	g.ret(sum, 1)
+}
+
+// gridPair loads 16 bytes into vector v: the 8-byte table entries at
+// table+8*ia (low half) and table+8*ib (high half); rt is scratch.
+func (g *gen) gridPair(v, table, ia, ib, rt int) {
+	g.op("FMOVD (R%d)(R%d<<3), F%d", table, ia, v)
+	g.op("ADD R%d<<3, R%d, R%d", ib, table, rt)
+	g.ld1D1(v, rt)
+}
+
+// signed applies the sign masks in vs to the grid bytes in v.
+func (g *gen) signed(v, vs int) {
+	g.eor16b(v, v, vs)
+	g.sub16b(v, v, vs)
+}
+
+// reduceP sums each of the int32x4 p, p+1, p+2, p+3 into one lane of p.
+func (g *gen) reduceP(p int) {
+	g.addp4s(p, p, p+1)
+	g.addp4s(p+2, p+2, p+3)
+	g.addp4s(p, p, p+2)
+}
+
+// iq2XS is ggml_vec_dot_iq2_xs_q8_K (NEON path).
+func iq2XS(g *gen) {
+	g.header("dotIQ2XSNEON", "// func dotIQ2XSNEON(x, y *byte, nb int, grid, signs *uint64) float32\n", "grid", "signs")
+	const m4, one, sum = 30, 29, 28
+	g.movi16b(m4, 0x0f)
+	g.movi16b(one, 0x01)
+	g.zero(sum)
+	g.superLoop("iq2XS", 74, func() {
+		// 16 scales 2*s+1 (s: low then high nibble of each byte) as int32x4 V24..V27.
+		g.op("MOVD 66(R0), R5")
+		g.op("FMOVD R5, F20")
+		g.and16b(21, 20, m4)
+		g.ushr16b(22, 20, 4)
+		g.zip116b(21, 21, 22)
+		g.shl16b(21, 21, 1)
+		g.orr16b(21, 21, one)
+		g.uxtl8h(22, 21)
+		g.uxtl28h(23, 21)
+		g.uxtl4s(24, 22)
+		g.uxtl24s(25, 22)
+		g.uxtl4s(26, 23)
+		g.uxtl24s(27, 23)
+		g.op("ADD $2, R0, R8")
+		g.op("ADD $4, R1, R9")
+		for ib64 := 0; ib64 < 4; ib64++ {
+			g.op("VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]")
+			g.op("MOVD.P 8(R8), R5")
+			g.op("MOVD.P 8(R8), R6")
+			for k := 0; k < 4; k++ {
+				r := 5 + k/2
+				e0 := 2 * (k % 2)
+				g.op("UBFX $%d, R%d, $9, R10", 16*e0, r)
+				g.op("UBFX $%d, R%d, $7, R11", 16*e0+9, r)
+				g.op("UBFX $%d, R%d, $9, R12", 16*e0+16, r)
+				g.op("UBFX $%d, R%d, $7, R13", 16*e0+25, r)
+				g.gridPair(6+k, 3, 10, 12, 14)
+				g.gridPair(10+k, 4, 11, 13, 15)
+				g.signed(6+k, 10+k)
+				g.zero(14 + k)
+				g.sdot(14+k, 6+k, 2+k)
+			}
+			g.reduceP(14)
+			g.mul4s(20+ib64, 14, 24+ib64)
+		}
+		g.sum4(20)
+		g.addv4s(20, 20)
+		g.kFloat1(20, sum, 0, 1)
+	})
+	g.scaleOut(sum, "0.125")
+}
+
+// iqScales4 turns the four aux32 words in lanes of v into 2*(aux>>28)+1
+// in place; ones holds 1 in every 32-bit lane.
+func (g *gen) iqScales4(v, ones int) {
+	g.ushr4s(v, v, 28)
+	g.shl4s(v, v, 1)
+	g.add4s(v, v, ones)
+}
+
+// iq2XXS is ggml_vec_dot_iq2_xxs_q8_K (NEON path).
+func iq2XXS(g *gen) {
+	g.header("dotIQ2XXSNEON", "// func dotIQ2XXSNEON(x, y *byte, nb int, grid, signs *uint64) float32\n", "grid", "signs")
+	const ones, sum = 29, 28
+	g.movi4s(ones, 1)
+	g.zero(sum)
+	g.superLoop("iq2XXS", 66, func() {
+		g.op("ADD $2, R0, R8")
+		// The odd 32-bit words of qs hold signs and scales.
+		g.op("VLD1 (R8), [V20.B16, V21.B16, V22.B16, V23.B16]")
+		g.uzp24s(24, 20, 21)
+		g.uzp24s(25, 22, 23)
+		g.iqScales4(24, ones)
+		g.iqScales4(25, ones)
+		g.op("ADD $4, R1, R9")
+		for ib64 := 0; ib64 < 4; ib64++ {
+			g.op("VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]")
+			g.op("MOVD.P 8(R8), R5")
+			g.op("MOVD.P 8(R8), R6")
+			p0 := 14 + 2*(ib64%2)
+			for k := 0; k < 4; k++ {
+				r := 5 + k/2
+				e0 := 2 * (k % 2)
+				g.op("UBFX $%d, R%d, $8, R10", 8*e0, r)
+				g.op("UBFX $%d, R%d, $7, R11", 32+7*e0, r)
+				g.op("UBFX $%d, R%d, $8, R12", 8*e0+8, r)
+				g.op("UBFX $%d, R%d, $7, R13", 32+7*e0+7, r)
+				g.gridPair(6+k, 3, 10, 12, 14)
+				g.gridPair(10+k, 4, 11, 13, 15)
+				g.signed(6+k, 10+k)
+			}
+			for h := 0; h < 2; h++ {
+				p := p0 + h
+				g.zero(p)
+				g.sdot(p, 6+2*h, 2+2*h)
+				g.sdot(p, 7+2*h, 3+2*h)
+			}
+			if ib64%2 == 1 {
+				g.reduceP(14)
+				g.mul4s(20+ib64/2, 14, 24+ib64/2)
+			}
+		}
+		g.add4s(20, 20, 21)
+		g.addv4s(20, 20)
+		g.kFloat1(20, sum, 0, 1)
+	})
+	g.scaleOut(sum, "0.125")
+}
+
+// iq3XXS is ggml_vec_dot_iq3_xxs_q8_K (NEON path): 4-byte grid entries
+// gathered four to a vector.
+func iq3XXS(g *gen) {
+	g.header("dotIQ3XXSNEON", "// func dotIQ3XXSNEON(x, y *byte, nb int, grid *uint32, signs *uint64) float32\n", "grid", "signs")
+	const ones, sum = 29, 28
+	g.movi4s(ones, 1)
+	g.zero(sum)
+	g.superLoop("iq3XXS", 98, func() {
+		g.op("ADD $66, R0, R10")
+		g.op("VLD1 (R10), [V24.B16, V25.B16]")
+		g.iqScales4(24, ones)
+		g.iqScales4(25, ones)
+		g.op("ADD $2, R0, R8")
+		g.op("ADD $4, R1, R9")
+		for ib32 := 0; ib32 < 8; ib32++ {
+			g.op("VLD1.P 32(R9), [V2.B16, V3.B16]")
+			g.op("MOVD.P 8(R8), R5")
+			g.op("MOVWU.P 4(R10), R6")
+			for h := 0; h < 2; h++ {
+				v, vs := 6+h, 10+h
+				for l := 0; l < 4; l++ {
+					g.op("UBFX $%d, R5, $8, R11", 8*(4*h+l))
+					if l == 0 {
+						g.op("FMOVS (R3)(R11<<2), F%d", v)
+					} else {
+						g.op("ADD R11<<2, R3, R12")
+						g.ld1S(v, l, 12)
+					}
+				}
+				g.op("UBFX $%d, R6, $7, R11", 14*h)
+				g.op("UBFX $%d, R6, $7, R13", 14*h+7)
+				g.gridPair(vs, 4, 11, 13, 14)
+				g.signed(v, vs)
+			}
+			p := 14 + ib32%4
+			g.zero(p)
+			g.sdot(p, 6, 2)
+			g.sdot(p, 7, 3)
+			if ib32%4 == 3 {
+				g.reduceP(14)
+				g.mul4s(20+ib32/4, 14, 24+ib32/4)
+			}
+		}
+		g.add4s(20, 20, 21)
+		g.addv4s(20, 20)
+		g.kFloat1(20, sum, 0, 1)
+	})
+	g.scaleOut(sum, "0.25")
+}

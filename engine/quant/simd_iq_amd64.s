@@ -1,0 +1,497 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 dot products of IQ2_XS, IQ2_XXS, IQ3_XXS and IQ4_XS weight rows with
+// Q8_K activation rows, ported from llama.cpp's ggml_vec_dot_iq*_q8_K
+// (ggml/src/ggml-cpu/arch/x86/quants.c). Each returns the float32 sum over
+// blocks of (fp16 d * Q8_K d) * bsum, accumulated block by block in the
+// order of the Go versions, where bsum is the exact int32 sum of the block's
+// scaled products (at most 256*128*127*32 in magnitude, so no overflow):
+// with the final 1/8 or 1/4 that the Go wrappers apply, the result is
+// bit-identical to the Go dot. (llama.cpp instead accumulates 8 float lanes
+// with FMA; the integer sums are the same, the float rounding differs.)
+//
+// Grid entries are fetched with scalar loads, as llama.cpp does: gathers
+// were slower on the AMD machine this was tuned on and are much slower on
+// Intel CPUs with the GDS microcode mitigation.
+//
+// Signed products: llama.cpp computes maddubs(grid, sign(q8, s)), which is
+// wrong for q8 = -128 with a negative sign (sign_epi8 wraps). Here the sign
+// goes to the weight side, t = weight * sign(s) * sgn(q8), and the product is
+// maddubs(|q8|, t): |q8| read unsigned is right for -128 too, and |t| < 128,
+// so every input byte string gives the Go result. The int16 pair sums stay
+// below 2*128*127 = 32512, so maddubs never saturates.
+
+// Shuffle masks replicating sign byte 2j of a lane over the 8 bytes of
+// group j (IQ2_XS sign words hold their 8 sign bits in the low byte).
+// The first 32 bytes serve groups 0 and 2 of a half block, the next 32
+// groups 1 and 3.
+DATA iqSignShuf<>+0x00(SB)/8, $0x0000000000000000
+DATA iqSignShuf<>+0x08(SB)/8, $0x0202020202020202
+DATA iqSignShuf<>+0x10(SB)/8, $0x0404040404040404
+DATA iqSignShuf<>+0x18(SB)/8, $0x0606060606060606
+DATA iqSignShuf<>+0x20(SB)/8, $0x0808080808080808
+DATA iqSignShuf<>+0x28(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA iqSignShuf<>+0x30(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA iqSignShuf<>+0x38(SB)/8, $0x0e0e0e0e0e0e0e0e
+GLOBL iqSignShuf<>(SB), RODATA|NOPTR, $64
+
+// Bit j of byte j%8.
+DATA iqBitSel<>+0x00(SB)/8, $0x8040201008040201
+DATA iqBitSel<>+0x08(SB)/8, $0x8040201008040201
+DATA iqBitSel<>+0x10(SB)/8, $0x8040201008040201
+DATA iqBitSel<>+0x18(SB)/8, $0x8040201008040201
+GLOBL iqBitSel<>(SB), RODATA|NOPTR, $32
+
+// 0x80 where the 4-bit index has odd parity (llama.cpp's k_bit_helper): the
+// eighth sign bit of a 7-bit ksigns_iq2xs index.
+DATA iqBitHelper<>+0x00(SB)/8, $0x8000008000808000
+DATA iqBitHelper<>+0x08(SB)/8, $0x0080800080000080
+DATA iqBitHelper<>+0x10(SB)/8, $0x8000008000808000
+DATA iqBitHelper<>+0x18(SB)/8, $0x0080800080000080
+GLOBL iqBitHelper<>(SB), RODATA|NOPTR, $32
+
+DATA iqOnes8<>+0x00(SB)/8, $0x0101010101010101
+DATA iqOnes8<>+0x08(SB)/8, $0x0101010101010101
+DATA iqOnes8<>+0x10(SB)/8, $0x0101010101010101
+DATA iqOnes8<>+0x18(SB)/8, $0x0101010101010101
+GLOBL iqOnes8<>(SB), RODATA|NOPTR, $32
+
+DATA iqM511<>+0x00(SB)/8, $0x01ff01ff01ff01ff
+DATA iqM511<>+0x08(SB)/8, $0x01ff01ff01ff01ff
+DATA iqM511<>+0x10(SB)/8, $0x01ff01ff01ff01ff
+DATA iqM511<>+0x18(SB)/8, $0x01ff01ff01ff01ff
+GLOBL iqM511<>(SB), RODATA|NOPTR, $32
+
+DATA iqM4<>+0x00(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iqM4<>+0x08(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iqM4<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA iqM4<>+0x18(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iqM4<>(SB), RODATA|NOPTR, $32
+
+// Row k (16 bytes): byte 2k eight times, then byte 2k+1 eight times
+// (llama.cpp's get_scale_shuffle).
+DATA iqScaleShuf<>+0x00(SB)/8, $0x0000000000000000
+DATA iqScaleShuf<>+0x08(SB)/8, $0x0101010101010101
+DATA iqScaleShuf<>+0x10(SB)/8, $0x0202020202020202
+DATA iqScaleShuf<>+0x18(SB)/8, $0x0303030303030303
+DATA iqScaleShuf<>+0x20(SB)/8, $0x0404040404040404
+DATA iqScaleShuf<>+0x28(SB)/8, $0x0505050505050505
+DATA iqScaleShuf<>+0x30(SB)/8, $0x0606060606060606
+DATA iqScaleShuf<>+0x38(SB)/8, $0x0707070707070707
+DATA iqScaleShuf<>+0x40(SB)/8, $0x0808080808080808
+DATA iqScaleShuf<>+0x48(SB)/8, $0x0909090909090909
+DATA iqScaleShuf<>+0x50(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA iqScaleShuf<>+0x58(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA iqScaleShuf<>+0x60(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA iqScaleShuf<>+0x68(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA iqScaleShuf<>+0x70(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA iqScaleShuf<>+0x78(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $128
+
+// IQ_SCALE_D sets X1 to fp16 d (at (SI)) times the Q8_K d (at (DI)).
+#define IQ_SCALE_D \
+	MOVWLZX (SI), AX         \
+	VMOVD   AX, X1           \
+	VCVTPH2PS X1, X1         \
+	VMULSS  (DI), X1, X1
+
+// IQ_BLOCK_END adds d (X1) times the int32 sum of the lanes of Y8 to X0.
+#define IQ_BLOCK_END \
+	VEXTRACTI128 $1, Y8, X9  \
+	VPADDD  X9, X8, X8       \
+	VPSHUFD $0x4e, X8, X9    \
+	VPADDD  X9, X8, X8       \
+	VPSHUFD $0xb1, X8, X9    \
+	VPADDD  X9, X8, X8       \
+	VCVTDQ2PS X8, X8         \
+	VMULSS  X8, X1, X8       \
+	VADDSS  X8, X0, X0
+
+// IQ_SIGNED_DOT: Y9 = 16 int16 pair sums of grid bytes Y9 (unsigned), sign
+// mask Y10 (0xff = negative) and the 32 int8 activations at q8off(R10).
+// Clobbers Y10, Y11. Y13 holds bytes of 1.
+#define IQ_SIGNED_DOT(q8off) \
+	VMOVDQU    q8off(R10), Y11 \
+	VPXOR      Y11, Y10, Y10   \
+	VPOR       Y13, Y10, Y10   \
+	VPSIGNB    Y10, Y9, Y9     \
+	VPABSB     Y11, Y11        \
+	VPMADDUBSW Y9, Y11, Y9
+
+// IQ2_XS group of 32 values: word indices j..j+3 of the grid index buffer
+// at 0(SP), signs from Y6 or Y7 (sreg) with shuffle shuf, activations at
+// q8off(R10), scale row k of X2.
+#define IQ2XS_GROUP(j, sreg, shuf, q8off, k) \
+	MOVWLZX (2*(j))(SP), AX              \
+	VMOVQ   (R8)(AX*8), X9               \
+	MOVWLZX (2*(j)+2)(SP), AX            \
+	VPINSRQ $1, (R8)(AX*8), X9, X9       \
+	MOVWLZX (2*(j)+4)(SP), AX            \
+	VMOVQ   (R8)(AX*8), X10              \
+	MOVWLZX (2*(j)+6)(SP), AX            \
+	VPINSRQ $1, (R8)(AX*8), X10, X10     \
+	VINSERTI128 $1, X10, Y9, Y9          \
+	VPSHUFB shuf, sreg, Y10              \
+	VPAND   Y12, Y10, Y10                \
+	VPCMPEQB Y12, Y10, Y10               \
+	IQ_SIGNED_DOT(q8off)                 \
+	VPSHUFB (16*(k))(R11), X2, X10       \
+	VPMOVZXBW X10, Y10                   \
+	VPMADDWD Y10, Y9, Y9                 \
+	VPADDD  Y9, Y8, Y8
+
+// IQ2_XS half block of 128 values: 16 uint16 at qsoff(SI).
+#define IQ2XS_HALF(qsoff, q8off, k) \
+	VMOVDQU qsoff(SI), Y3                \
+	VPAND   Y15, Y3, Y4                  \
+	VMOVDQU Y4, (SP)                     \
+	VPSRLW  $9, Y3, Y5                   \
+	VPSRLW  $13, Y3, Y6                  \
+	VPXOR   Y6, Y5, Y6                   \
+	VPSHUFB Y6, Y14, Y6                  \
+	VPOR    Y6, Y5, Y5                   \
+	VPERMQ  $0x44, Y5, Y6                \
+	VPERMQ  $0xee, Y5, Y7                \
+	IQ2XS_GROUP(0, Y6, (R12), q8off, k)     \
+	IQ2XS_GROUP(4, Y6, 32(R12), q8off+32, k+1) \
+	IQ2XS_GROUP(8, Y7, (R12), q8off+64, k+2) \
+	IQ2XS_GROUP(12, Y7, 32(R12), q8off+96, k+3)
+
+// func iq2xsDotAVX2(w, a *byte, nb int) float32
+TEXT ·iq2xsDotAVX2(SB), NOSPLIT, $32-28
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ nb+16(FP), CX
+	LEAQ ·iq2xsGrid(SB), R8
+	LEAQ iqScaleShuf<>(SB), R11
+	LEAQ iqSignShuf<>(SB), R12
+	VMOVDQU iqBitSel<>(SB), Y12
+	VMOVDQU iqOnes8<>(SB), Y13
+	VMOVDQU iqBitHelper<>(SB), Y14
+	VMOVDQU iqM511<>(SB), Y15
+	VXORPS  X0, X0, X0
+
+iq2xsBlock:
+	IQ_SCALE_D
+
+	// Scales 2*s+1 as bytes: low nibble of byte k at 2k, high at 2k+1.
+	VMOVQ      66(SI), X2
+	VPSRLW     $4, X2, X3
+	VPAND      iqM4<>(SB), X2, X2
+	VPAND      iqM4<>(SB), X3, X3
+	VPUNPCKLBW X3, X2, X2
+	VPADDB     X2, X2, X2
+	VPADDB     X13, X2, X2
+
+	LEAQ  4(DI), R10
+	VPXOR Y8, Y8, Y8
+
+	IQ2XS_HALF(2, 0, 0)
+	IQ2XS_HALF(34, 128, 4)
+
+	IQ_BLOCK_END
+
+	ADDQ $74, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2xsBlock
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Constants for the sign/scale words of IQ2_XXS and IQ3_XXS.
+DATA iqAux7f<>+0x00(SB)/4, $0x0000007f
+DATA iqAux7f<>+0x04(SB)/4, $0x00007f00
+DATA iqAux7f<>+0x08(SB)/4, $0x007f0000
+DATA iqAux7f<>+0x0c(SB)/4, $0x7f000000
+GLOBL iqAux7f<>(SB), RODATA|NOPTR, $16
+
+DATA iqOnes32<>+0x00(SB)/4, $0x00000001
+GLOBL iqOnes32<>(SB), RODATA|NOPTR, $4
+
+// Replicates sign byte 0 (1) over bytes 0-7 (8-15) of the low lane and
+// byte 2 (3) over those of the high lane: the four sign bytes of a group,
+// broadcast as a dword, become one per 8 values.
+DATA iqSignBcast<>+0x00(SB)/8, $0x0000000000000000
+DATA iqSignBcast<>+0x08(SB)/8, $0x0101010101010101
+DATA iqSignBcast<>+0x10(SB)/8, $0x0202020202020202
+DATA iqSignBcast<>+0x18(SB)/8, $0x0303030303030303
+GLOBL iqSignBcast<>(SB), RODATA|NOPTR, $32
+
+DATA iqSignGrp<>+0x00(SB)/8, $0x0000000000000000
+DATA iqSignGrp<>+0x08(SB)/8, $0x0101010101010101
+DATA iqSignGrp<>+0x10(SB)/8, $0x0202020202020202
+DATA iqSignGrp<>+0x18(SB)/8, $0x0303030303030303
+DATA iqSignGrp<>+0x20(SB)/8, $0x0404040404040404
+DATA iqSignGrp<>+0x28(SB)/8, $0x0505050505050505
+DATA iqSignGrp<>+0x30(SB)/8, $0x0606060606060606
+DATA iqSignGrp<>+0x38(SB)/8, $0x0707070707070707
+DATA iqSignGrp<>+0x40(SB)/8, $0x0808080808080808
+DATA iqSignGrp<>+0x48(SB)/8, $0x0909090909090909
+DATA iqSignGrp<>+0x50(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA iqSignGrp<>+0x58(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA iqSignGrp<>+0x60(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA iqSignGrp<>+0x68(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA iqSignGrp<>+0x70(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA iqSignGrp<>+0x78(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
+
+// IQ_AUX_SIGNS takes the eight sign/scale words of a block in Y5 and
+// stores at 0(SP) their 32 sign bytes (one per 8 values, the 7-bit
+// ksigns_iq2xs index plus its parity bit: ksigns_iq2xs itself) and at
+// 32(SP) the group scales 2*s+1 as two int16 per dword.
+// Clobbers Y6, Y7, Y9, Y10.
+#define IQ_AUX_SIGNS \
+	VPBROADCASTD iqAux7f<>+0x00(SB), Y9  \
+	VPAND        Y9, Y5, Y6              \
+	VPSLLD       $1, Y5, Y7              \
+	VPBROADCASTD iqAux7f<>+0x04(SB), Y9  \
+	VPAND        Y9, Y7, Y7              \
+	VPOR         Y7, Y6, Y6              \
+	VPSLLD       $2, Y5, Y7              \
+	VPBROADCASTD iqAux7f<>+0x08(SB), Y9  \
+	VPAND        Y9, Y7, Y7              \
+	VPOR         Y7, Y6, Y6              \
+	VPSLLD       $3, Y5, Y7              \
+	VPBROADCASTD iqAux7f<>+0x0c(SB), Y9  \
+	VPAND        Y9, Y7, Y7              \
+	VPOR         Y7, Y6, Y6              \
+	VPSRLW       $4, Y6, Y7              \
+	VPXOR        Y6, Y7, Y7              \
+	VPAND        Y15, Y7, Y7             \
+	VPSHUFB      Y7, Y14, Y7             \
+	VPOR         Y7, Y6, Y6              \
+	VPERMQ       $0x44, Y6, Y4           \
+	VPERMQ       $0xee, Y6, Y5           \
+	VPSRLD       $28, Y5, Y6             \
+	VPADDD       Y6, Y6, Y6              \
+	VPBROADCASTD iqOnes32<>(SB), Y9      \
+	VPADDD       Y9, Y6, Y6              \
+	VPSLLD       $16, Y6, Y7             \
+	VPOR         Y7, Y6, Y6              \
+	VMOVDQU      Y6, 32(SP)
+
+// IQ_AUX_GROUP finishes group k of 32 values, whose grid bytes are in Y9:
+// sign mask from the 4 sign bytes at 4k(SP) (spread by Y3, tested against
+// iqBitSel in Y12), dot with the activations, scale pair at 32+4k(SP),
+// int32 sums added to Y8. Clobbers Y9, Y10, Y11.
+#define IQ_AUX_GROUP(k, sreg) \
+	VPSHUFB      iqSignGrp<>+(32*((k)%4))(SB), sreg, Y10 \
+	VPAND        Y12, Y10, Y10           \
+	VPCMPEQB     Y12, Y10, Y10           \
+	IQ_SIGNED_DOT(32*(k))                \
+	VPBROADCASTD (32+4*(k))(SP), Y10     \
+	VPMADDWD     Y10, Y9, Y9             \
+	VPADDD       Y9, Y8, Y8
+
+// IQ2_XXS group k of 32 values: four iq2xxs_grid indices (R8) at 2+8k(SI).
+#define IQ2XXS_GROUP(k, sreg) \
+	MOVBLZX (2+8*(k))(SI), AX            \
+	VMOVQ   (R8)(AX*8), X9               \
+	MOVBLZX (3+8*(k))(SI), AX            \
+	VPINSRQ $1, (R8)(AX*8), X9, X9       \
+	MOVBLZX (4+8*(k))(SI), AX            \
+	VMOVQ   (R8)(AX*8), X10              \
+	MOVBLZX (5+8*(k))(SI), AX            \
+	VPINSRQ $1, (R8)(AX*8), X10, X10     \
+	VINSERTI128 $1, X10, Y9, Y9          \
+	IQ_AUX_GROUP(k, sreg)
+
+// Registers of the IQ2_XXS and IQ3_XXS loops: SI weights, DI activations,
+// R10 activation quants, CX blocks left, R8 grid, X0 sum, X1 block scale,
+// Y8 int32 sums, Y3 iqSignBcast, Y12 iqBitSel, Y13 bytes of 1,
+// Y14 iqBitHelper, Y15 bytes of 0x0f.
+#define IQ_AUX_SETUP \
+	MOVQ    w+0(FP), SI                  \
+	MOVQ    a+8(FP), DI                  \
+	MOVQ    nb+16(FP), CX                \
+	VMOVDQU iqSignBcast<>(SB), Y3        \
+	VMOVDQU iqBitSel<>(SB), Y12          \
+	VMOVDQU iqOnes8<>(SB), Y13           \
+	VMOVDQU iqBitHelper<>(SB), Y14       \
+	VMOVDQU iqM4<>(SB), Y15              \
+	VXORPS  X0, X0, X0
+
+// func iq2xxsDotAVX2(w, a *byte, nb int) float32
+TEXT ·iq2xxsDotAVX2(SB), NOSPLIT, $64-28
+	IQ_AUX_SETUP
+	LEAQ ·iq2xxsGrid(SB), R8
+
+iq2xxsBlock:
+	IQ_SCALE_D
+	LEAQ  4(DI), R10
+	VPXOR Y8, Y8, Y8
+
+	// The sign/scale words are dwords 1, 3, 5, 7 of each group pair.
+	VMOVDQU 2(SI), Y5
+	VMOVDQU 34(SI), Y6
+	VSHUFPS $0xdd, Y6, Y5, Y5
+	VPERMQ  $0xd8, Y5, Y5
+	IQ_AUX_SIGNS
+
+	IQ2XXS_GROUP(0, Y4)
+	IQ2XXS_GROUP(1, Y4)
+	IQ2XXS_GROUP(2, Y4)
+	IQ2XXS_GROUP(3, Y4)
+	IQ2XXS_GROUP(4, Y5)
+	IQ2XXS_GROUP(5, Y5)
+	IQ2XXS_GROUP(6, Y5)
+	IQ2XXS_GROUP(7, Y5)
+	IQ_BLOCK_END
+
+	ADDQ $66, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2xxsBlock
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// IQ3_XXS group k of 32 values: eight iq3xxs_grid indices (R8) at
+// 2+8k(SI).
+#define IQ3XXS_GROUP(k, sreg) \
+	MOVBLZX (2+8*(k))(SI), AX            \
+	VMOVD   (R8)(AX*4), X9               \
+	MOVBLZX (3+8*(k))(SI), AX            \
+	VPINSRD $1, (R8)(AX*4), X9, X9       \
+	MOVBLZX (4+8*(k))(SI), AX            \
+	VPINSRD $2, (R8)(AX*4), X9, X9       \
+	MOVBLZX (5+8*(k))(SI), AX            \
+	VPINSRD $3, (R8)(AX*4), X9, X9       \
+	MOVBLZX (6+8*(k))(SI), AX            \
+	VMOVD   (R8)(AX*4), X10              \
+	MOVBLZX (7+8*(k))(SI), AX            \
+	VPINSRD $1, (R8)(AX*4), X10, X10     \
+	MOVBLZX (8+8*(k))(SI), AX            \
+	VPINSRD $2, (R8)(AX*4), X10, X10     \
+	MOVBLZX (9+8*(k))(SI), AX            \
+	VPINSRD $3, (R8)(AX*4), X10, X10     \
+	VINSERTI128 $1, X10, Y9, Y9          \
+	IQ_AUX_GROUP(k, sreg)
+
+// func iq3xxsDotAVX2(w, a *byte, nb int) float32
+TEXT ·iq3xxsDotAVX2(SB), NOSPLIT, $64-28
+	IQ_AUX_SETUP
+	LEAQ ·iq3xxsGrid(SB), R8
+
+iq3xxsBlock:
+	IQ_SCALE_D
+	LEAQ  4(DI), R10
+	VPXOR Y8, Y8, Y8
+
+	VMOVDQU 66(SI), Y5
+	IQ_AUX_SIGNS
+
+	IQ3XXS_GROUP(0, Y4)
+	IQ3XXS_GROUP(1, Y4)
+	IQ3XXS_GROUP(2, Y4)
+	IQ3XXS_GROUP(3, Y4)
+	IQ3XXS_GROUP(4, Y5)
+	IQ3XXS_GROUP(5, Y5)
+	IQ3XXS_GROUP(6, Y5)
+	IQ3XXS_GROUP(7, Y5)
+	IQ_BLOCK_END
+
+	ADDQ $98, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq3xxsBlock
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Per-group shifts of the IQ4_XS scale bits: 4 bits of scales_l and 2 of
+// scales_h per group.
+DATA iq4ShiftL<>+0x00(SB)/8, $0x0000000400000000
+DATA iq4ShiftL<>+0x08(SB)/8, $0x0000000c00000008
+DATA iq4ShiftL<>+0x10(SB)/8, $0x0000001400000010
+DATA iq4ShiftL<>+0x18(SB)/8, $0x0000001c00000018
+GLOBL iq4ShiftL<>(SB), RODATA|NOPTR, $32
+
+DATA iq4ShiftH<>+0x00(SB)/8, $0x0000000200000000
+DATA iq4ShiftH<>+0x08(SB)/8, $0x0000000600000004
+DATA iq4ShiftH<>+0x10(SB)/8, $0x0000000a00000008
+DATA iq4ShiftH<>+0x18(SB)/8, $0x0000000e0000000c
+GLOBL iq4ShiftH<>(SB), RODATA|NOPTR, $32
+
+DATA iq4Consts<>+0x00(SB)/4, $0x0000000f
+DATA iq4Consts<>+0x04(SB)/4, $0x00000030
+DATA iq4Consts<>+0x08(SB)/4, $0x00000020
+DATA iq4Consts<>+0x0c(SB)/4, $0x0000ffff
+GLOBL iq4Consts<>(SB), RODATA|NOPTR, $16
+
+// IQ4_XS group ib of 32 values: 16 bytes of nibbles at 8+16ib(SI), looked
+// up in kvalues_iq4nl (Y14, both lanes), scale ls-32 as two int16 at
+// 4ib(SP).
+#define IQ4XS_GROUP(ib) \
+	VMOVDQU (8+16*(ib))(SI), X9          \
+	VPSRLW  $4, X9, X10                  \
+	VINSERTI128 $1, X10, Y9, Y9          \
+	VPAND   Y15, Y9, Y9                  \
+	VPSHUFB Y9, Y14, Y9                  \
+	VMOVDQU (32*(ib))(R10), Y11          \
+	VPSIGNB Y11, Y9, Y9                  \
+	VPABSB  Y11, Y11                     \
+	VPMADDUBSW Y9, Y11, Y9               \
+	VPBROADCASTD (4*(ib))(SP), Y10       \
+	VPMADDWD Y10, Y9, Y9                 \
+	VPADDD  Y9, Y8, Y8
+
+// func iq4xsDotAVX2(w, a *byte, nb int) float32
+TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $32-28
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VBROADCASTI128 ·kvaluesIQ4NL(SB), Y14
+	VMOVDQU iqM4<>(SB), Y15
+	VMOVDQU iq4ShiftL<>(SB), Y2
+	VMOVDQU iq4ShiftH<>(SB), Y3
+	VPBROADCASTD iq4Consts<>+0x00(SB), Y4
+	VPBROADCASTD iq4Consts<>+0x04(SB), Y5
+	VPBROADCASTD iq4Consts<>+0x08(SB), Y6
+	VPBROADCASTD iq4Consts<>+0x0c(SB), Y7
+	VXORPS  X0, X0, X0
+
+iq4xsBlock:
+	IQ_SCALE_D
+	LEAQ    4(DI), R10
+	VPXOR   Y8, Y8, Y8
+
+	// Scales ls-32 of the 8 groups, each as an int16 pair, to 0(SP).
+	VPBROADCASTD 4(SI), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y4, Y9, Y9
+	VPBROADCASTD 2(SI), Y10
+	VPSRLVD      Y3, Y10, Y10
+	VPSLLD       $4, Y10, Y10
+	VPAND        Y5, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPSUBD       Y6, Y9, Y9
+	VPAND        Y7, Y9, Y10
+	VPSLLD       $16, Y9, Y9
+	VPOR         Y10, Y9, Y9
+	VMOVDQU      Y9, (SP)
+
+	IQ4XS_GROUP(0)
+	IQ4XS_GROUP(1)
+	IQ4XS_GROUP(2)
+	IQ4XS_GROUP(3)
+	IQ4XS_GROUP(4)
+	IQ4XS_GROUP(5)
+	IQ4XS_GROUP(6)
+	IQ4XS_GROUP(7)
+	IQ_BLOCK_END
+
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq4xsBlock
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

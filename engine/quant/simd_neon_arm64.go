@@ -1,0 +1,182 @@
+//go:build !purego
+
+package quant
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+//go:generate go run ./internal/neongen -out simd_neon_arm64.s
+
+// NEON dot products with the dot-product extension (SDOT), ports of
+// llama.cpp's ggml-cpu/arch/arm/quants.c. Every Apple M-series chip has
+// it; elsewhere the portable Go kernels stay.
+//
+// Q8_0 and Q4_0 accumulate block sums in float32x4 lanes as llama.cpp
+// does, so they differ from GoDot by float rounding only. The K and IQ
+// kernels compute each super-block's integer sum exactly and accumulate
+// floats in GoDot's order, so they are bit-identical to it.
+
+func init() {
+	if !cpu.ARM64.HasASIMD || !cpu.ARM64.HasASIMDDP {
+		return
+	}
+	for t, f := range neonDots {
+		simdDots[t] = simdKernel{name: "neon", dot: f}
+	}
+}
+
+// neonDots are the NEON dot products by weight type.
+var neonDots = map[ggml.Type]func(n int, w, a []byte) float32{
+	ggml.Q8_0: neonQ8_0,
+	ggml.Q4_0: neonQ4_0,
+	ggml.Q4_K: neonQ4K,
+	ggml.Q5_K: neonQ5K,
+	ggml.Q6_K: neonQ6K,
+	ggml.Q2_K: neonQ2K,
+
+	ggml.IQ4_XS:  neonIQ4XS,
+	ggml.IQ2_XS:  neonIQ2XS,
+	ggml.IQ2_XXS: neonIQ2XXS,
+	ggml.IQ3_XXS: neonIQ3XXS,
+}
+
+// Assembly routines: x and y point at nb whole blocks of weights and
+// activations.
+
+//go:noescape
+func dotQ8_0NEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ4_0NEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ4KNEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ5KNEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ6KNEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ2KNEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ4XSNEON(x, y *byte, nb int, values *int8) float32
+
+//go:noescape
+func dotIQ2XSNEON(x, y *byte, nb int, grid, signs *uint64) float32
+
+//go:noescape
+func dotIQ2XXSNEON(x, y *byte, nb int, grid, signs *uint64) float32
+
+//go:noescape
+func dotIQ3XXSNEON(x, y *byte, nb int, grid *uint32, signs *uint64) float32
+
+// neonRows cuts w and a to nb blocks of wsize and asize bytes (panicking,
+// as GoDot's indexing does, if either is short) and returns pointers to
+// their starts, or nil if nb is 0.
+func neonRows(nb int, w, a []byte, wsize, asize int) (*byte, *byte) {
+	if nb == 0 {
+		return nil, nil
+	}
+	// Index, not reslice: a reslice may reach past len into cap.
+	_, _ = w[nb*wsize-1], a[nb*asize-1]
+	return &w[0], &a[0]
+}
+
+func neonQ8_0(n int, w, a []byte) float32 {
+	nb := n / qk8_0
+	x, y := neonRows(nb, w, a, q8_0BlockSize, q8_0BlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ8_0NEON(x, y, nb)
+}
+
+func neonQ4_0(n int, w, a []byte) float32 {
+	nb := n / qk4_0
+	x, y := neonRows(nb, w, a, q4_0BlockSize, q8_0BlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ4_0NEON(x, y, nb)
+}
+
+func neonQ4K(n int, w, a []byte) float32 {
+	nb := n / qkK
+	x, y := neonRows(nb, w, a, q4KBlockSize, q8KBlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ4KNEON(x, y, nb)
+}
+
+func neonQ5K(n int, w, a []byte) float32 {
+	nb := n / qkK
+	x, y := neonRows(nb, w, a, q5KBlockSize, q8KBlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ5KNEON(x, y, nb)
+}
+
+func neonQ6K(n int, w, a []byte) float32 {
+	nb := n / qkK
+	x, y := neonRows(nb, w, a, q6KBlockSize, q8KBlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ6KNEON(x, y, nb)
+}
+
+func neonQ2K(n int, w, a []byte) float32 {
+	nb := n / qkK
+	x, y := neonRows(nb, w, a, q2KBlockSize, q8KBlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ2KNEON(x, y, nb)
+}
+
+// The I-quant wrappers panic on a row length that is not a multiple of 256,
+// as their GoDot does.
+
+func neonIQ4XS(n int, w, a []byte) float32 {
+	nb, _, _ := iqBlocks(n, w, a, iq4XSSize)
+	x, y := neonRows(nb, w, a, iq4XSSize, iqQ8KSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotIQ4XSNEON(x, y, nb, &kvaluesIQ4NL[0])
+}
+
+func neonIQ2XS(n int, w, a []byte) float32 {
+	nb, _, _ := iqBlocks(n, w, a, iq2XSSize)
+	x, y := neonRows(nb, w, a, iq2XSSize, iqQ8KSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotIQ2XSNEON(x, y, nb, &iq2xsGrid[0], &ksigns64[0])
+}
+
+func neonIQ2XXS(n int, w, a []byte) float32 {
+	nb, _, _ := iqBlocks(n, w, a, iq2XXSSize)
+	x, y := neonRows(nb, w, a, iq2XXSSize, iqQ8KSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotIQ2XXSNEON(x, y, nb, &iq2xxsGrid[0], &ksigns64[0])
+}
+
+func neonIQ3XXS(n int, w, a []byte) float32 {
+	nb, _, _ := iqBlocks(n, w, a, iq3XXSSize)
+	x, y := neonRows(nb, w, a, iq3XXSSize, iqQ8KSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotIQ3XXSNEON(x, y, nb, &iq3xxsGrid[0], &ksigns64[0])
+}
