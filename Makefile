@@ -8,7 +8,7 @@ BIN     := bin/strata
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: run test build deps test-deps vet test-go vet-darwin clean
+.PHONY: run test build deps test-deps vet test-go test-arm64 vet-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -22,13 +22,17 @@ deps:
 test-deps:
 	scripts/deps.sh test
 
-test: test-deps vet test-go vet-darwin
+test: test-deps vet test-go test-arm64 vet-darwin
 
 vet:
 	$(GO) vet ./...
 
 test-go:
 	$(GO) test -race -timeout 15m ./...
+
+# The arm64 (NEON) kernels under qemu-user, SIMD on and off.
+test-arm64:
+	scripts/test-arm64.sh
 
 # macOS builds of everything that does not import fyne (the UI needs cgo).
 vet-darwin:

@@ -98,14 +98,10 @@ func MatMul(p *Pool, w *Weight, a *Acts, out []float32) {
 
 // matRows computes rows [r0, r1) of the product on the calling thread.
 func matRows(w *Weight, a *Acts, out []float32, r0, r1 int) {
-	dot := w.k.Dot
-	for r := r0; r < r1; r++ {
-		row := w.Data[r*w.RowBytes : (r+1)*w.RowBytes]
-		for t := 0; t < a.N; t++ {
-			out[t*w.Rows+r] = dot(w.Cols, row, a.Buf[t*a.Size:(t+1)*a.Size])
-		}
-	}
+	w.k.Gemm(w.Cols, w.Data[r0*w.RowBytes:r1*w.RowBytes], w.RowBytes, r1-r0, a.Buf, a.Size, a.N, out[r0:], w.Rows)
 }
 
-// MatRows is matRows for callers that schedule their own work (MoE experts).
+// MatRows is matRows for callers that schedule their own work (MoE
+// experts): rows [r0, r1) of w times every row of a, into out with a row
+// stride of w.Rows.
 func MatRows(w *Weight, a *Acts, out []float32, r0, r1 int) { matRows(w, a, out, r0, r1) }

@@ -29,6 +29,12 @@ type Kernel struct {
 	// Quantize, if not nil, converts x (a whole number of blocks) to this
 	// type as ggml's reference quantizer (quantize_row_*_ref) does.
 	Quantize func(x []float32, dst []byte)
+	// Gemm computes a tile of a matrix product: for r < rows and c < cols,
+	// out[c*outStride+r] = Dot(n, w[r*wStride:], a[c*aStride:]). It is
+	// never nil: types without a tiled kernel get a loop over Dot. A SIMD
+	// Gemm may sum in another float order than Dot; its results stay within
+	// the same bound of the exact product as Dot's.
+	Gemm func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
 	// GoDot is the portable Go dot product: the reference every SIMD Dot is
 	// tested against. Dot is GoDot unless a SIMD version was installed.
 	GoDot func(n int, w, a []byte) float32
@@ -45,27 +51,54 @@ func register(t ggml.Type, k Kernel) {
 		panic(fmt.Sprintf("quant: kernel for %s registered twice", t))
 	}
 	k.GoDot = k.Dot
-	kernels[t] = &k
+	kp := &k
+	kp.Gemm = kp.loopGemm
+	kernels[t] = kp
 }
 
-// simdKernel is an assembly dot product for one weight type.
+// loopGemm is Gemm as a loop over Dot (whichever Dot is installed), weight
+// row by weight row so each row is read once for all columns.
+func (k *Kernel) loopGemm(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+	dot := k.Dot
+	for r := 0; r < rows; r++ {
+		row := w[r*wStride : r*wStride+wStride]
+		for c := 0; c < cols; c++ {
+			out[c*outStride+r] = dot(n, row, a[c*aStride:c*aStride+aStride])
+		}
+	}
+}
+
+// simdKernel is an assembly dot product for one weight type, and
+// optionally a tiled matrix product (see Kernel.Gemm).
 type simdKernel struct {
 	name string // instruction set, e.g. "avx2"
 	dot  func(n int, w, a []byte) float32
+}
+
+// simdGemm is an assembly Gemm for one weight type.
+type simdGemm struct {
+	name string
+	gemm func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
 }
 
 // simdDots is filled by the init functions of the architecture files
 // (built unless the purego tag is set) with the dot products this CPU can
 // run; install moves them into the kernels on first use. Never changed after.
 var (
-	simdDots = map[ggml.Type]simdKernel{}
-	install  sync.Once
+	simdDots  = map[ggml.Type]simdKernel{}
+	simdGemms = map[ggml.Type]simdGemm{}
+	install   sync.Once
 )
 
 func installSIMD() {
 	for t, s := range simdDots {
 		if k, ok := kernels[t]; ok {
 			k.Dot, k.SIMD = s.dot, s.name
+		}
+	}
+	for t, g := range simdGemms {
+		if k, ok := kernels[t]; ok {
+			k.Gemm = g.gemm
 		}
 	}
 }

@@ -76,7 +76,7 @@ func dotQ4_0Q8_0(n int, w, a []byte) float32 {
 		x := (*[q4_0BlockSize]byte)(w[i*q4_0BlockSize:])
 		y := (*[q8_0BlockSize]byte)(a[i*q8_0BlockSize:])
 		sumi := dotQ4_0Block(x, y)
-		sumf += float32(float32(sumi)*fp16At(x[:])) * fp16At(y[:])
+		sumf += float32(float32(float32(sumi)*fp16At(x[:])) * fp16At(y[:]))
 	}
 	return sumf
 }

@@ -58,6 +58,12 @@ DATA iqOnes8<>+0x10(SB)/8, $0x0101010101010101
 DATA iqOnes8<>+0x18(SB)/8, $0x0101010101010101
 GLOBL iqOnes8<>(SB), RODATA|NOPTR, $32
 
+DATA iq7f<>+0x00(SB)/8, $0x7f7f7f7f7f7f7f7f
+DATA iq7f<>+0x08(SB)/8, $0x7f7f7f7f7f7f7f7f
+DATA iq7f<>+0x10(SB)/8, $0x7f7f7f7f7f7f7f7f
+DATA iq7f<>+0x18(SB)/8, $0x7f7f7f7f7f7f7f7f
+GLOBL iq7f<>(SB), RODATA|NOPTR, $32
+
 DATA iqM511<>+0x00(SB)/8, $0x01ff01ff01ff01ff
 DATA iqM511<>+0x08(SB)/8, $0x01ff01ff01ff01ff
 DATA iqM511<>+0x10(SB)/8, $0x01ff01ff01ff01ff
@@ -70,25 +76,41 @@ DATA iqM4<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iqM4<>+0x18(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL iqM4<>(SB), RODATA|NOPTR, $32
 
-// Row k (16 bytes): byte 2k eight times, then byte 2k+1 eight times
-// (llama.cpp's get_scale_shuffle).
-DATA iqScaleShuf<>+0x00(SB)/8, $0x0000000000000000
-DATA iqScaleShuf<>+0x08(SB)/8, $0x0101010101010101
-DATA iqScaleShuf<>+0x10(SB)/8, $0x0202020202020202
-DATA iqScaleShuf<>+0x18(SB)/8, $0x0303030303030303
-DATA iqScaleShuf<>+0x20(SB)/8, $0x0404040404040404
-DATA iqScaleShuf<>+0x28(SB)/8, $0x0505050505050505
-DATA iqScaleShuf<>+0x30(SB)/8, $0x0606060606060606
-DATA iqScaleShuf<>+0x38(SB)/8, $0x0707070707070707
-DATA iqScaleShuf<>+0x40(SB)/8, $0x0808080808080808
-DATA iqScaleShuf<>+0x48(SB)/8, $0x0909090909090909
-DATA iqScaleShuf<>+0x50(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA iqScaleShuf<>+0x58(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA iqScaleShuf<>+0x60(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA iqScaleShuf<>+0x68(SB)/8, $0x0d0d0d0d0d0d0d0d
-DATA iqScaleShuf<>+0x70(SB)/8, $0x0e0e0e0e0e0e0e0e
-DATA iqScaleShuf<>+0x78(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $128
+// Row k (32 bytes): the int16 zero-extensions of byte 2k (low lane) and
+// byte 2k+1 (high lane) eight times each.
+DATA iqScaleShuf<>+0x00(SB)/8, $0x8000800080008000
+DATA iqScaleShuf<>+0x08(SB)/8, $0x8000800080008000
+DATA iqScaleShuf<>+0x10(SB)/8, $0x8001800180018001
+DATA iqScaleShuf<>+0x18(SB)/8, $0x8001800180018001
+DATA iqScaleShuf<>+0x20(SB)/8, $0x8002800280028002
+DATA iqScaleShuf<>+0x28(SB)/8, $0x8002800280028002
+DATA iqScaleShuf<>+0x30(SB)/8, $0x8003800380038003
+DATA iqScaleShuf<>+0x38(SB)/8, $0x8003800380038003
+DATA iqScaleShuf<>+0x40(SB)/8, $0x8004800480048004
+DATA iqScaleShuf<>+0x48(SB)/8, $0x8004800480048004
+DATA iqScaleShuf<>+0x50(SB)/8, $0x8005800580058005
+DATA iqScaleShuf<>+0x58(SB)/8, $0x8005800580058005
+DATA iqScaleShuf<>+0x60(SB)/8, $0x8006800680068006
+DATA iqScaleShuf<>+0x68(SB)/8, $0x8006800680068006
+DATA iqScaleShuf<>+0x70(SB)/8, $0x8007800780078007
+DATA iqScaleShuf<>+0x78(SB)/8, $0x8007800780078007
+DATA iqScaleShuf<>+0x80(SB)/8, $0x8008800880088008
+DATA iqScaleShuf<>+0x88(SB)/8, $0x8008800880088008
+DATA iqScaleShuf<>+0x90(SB)/8, $0x8009800980098009
+DATA iqScaleShuf<>+0x98(SB)/8, $0x8009800980098009
+DATA iqScaleShuf<>+0xa0(SB)/8, $0x800a800a800a800a
+DATA iqScaleShuf<>+0xa8(SB)/8, $0x800a800a800a800a
+DATA iqScaleShuf<>+0xb0(SB)/8, $0x800b800b800b800b
+DATA iqScaleShuf<>+0xb8(SB)/8, $0x800b800b800b800b
+DATA iqScaleShuf<>+0xc0(SB)/8, $0x800c800c800c800c
+DATA iqScaleShuf<>+0xc8(SB)/8, $0x800c800c800c800c
+DATA iqScaleShuf<>+0xd0(SB)/8, $0x800d800d800d800d
+DATA iqScaleShuf<>+0xd8(SB)/8, $0x800d800d800d800d
+DATA iqScaleShuf<>+0xe0(SB)/8, $0x800e800e800e800e
+DATA iqScaleShuf<>+0xe8(SB)/8, $0x800e800e800e800e
+DATA iqScaleShuf<>+0xf0(SB)/8, $0x800f800f800f800f
+DATA iqScaleShuf<>+0xf8(SB)/8, $0x800f800f800f800f
+GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $256
 
 // IQ_SCALE_D sets X1 to fp16 d (at (SI)) times the Q8_K d (at (DI)).
 #define IQ_SCALE_D \
@@ -109,20 +131,27 @@ GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $128
 	VMULSS  X8, X1, X8       \
 	VADDSS  X8, X0, X0
 
-// IQ_SIGNED_DOT: Y9 = 16 int16 pair sums of grid bytes Y9 (unsigned), sign
-// mask Y10 (0xff = negative) and the 32 int8 activations at q8off(R10).
-// Clobbers Y10, Y11. Y13 holds bytes of 1.
+// IQ_SIGNS sets the bytes of Y10, the sign bytes spread over their 8
+// values each, to 0x7f where bit j%8 (iqBitSel, Y12) is clear and to a
+// negative byte where it is set: a VPSIGNB operand for +1/-1. Y13 holds
+// bytes of 0x7f.
+#define IQ_SIGNS \
+	VPAND   Y12, Y10, Y10 \
+	VPADDB  Y13, Y10, Y10
+
+// IQ_SIGNED_DOT: Y9 = 16 int16 pair sums of grid bytes Y9 (unsigned) signed
+// by Y10 (IQ_SIGNS) times the 32 int8 activations at q8off(R10).
+// Clobbers Y11.
 #define IQ_SIGNED_DOT(q8off) \
 	VMOVDQU    q8off(R10), Y11 \
-	VPXOR      Y11, Y10, Y10   \
-	VPOR       Y13, Y10, Y10   \
 	VPSIGNB    Y10, Y9, Y9     \
+	VPSIGNB    Y11, Y9, Y9     \
 	VPABSB     Y11, Y11        \
 	VPMADDUBSW Y9, Y11, Y9
 
 // IQ2_XS group of 32 values: word indices j..j+3 of the grid index buffer
 // at 0(SP), signs from Y6 or Y7 (sreg) with shuffle shuf, activations at
-// q8off(R10), scale row k of X2.
+// q8off(R10), scale row k of Y2.
 #define IQ2XS_GROUP(j, sreg, shuf, q8off, k) \
 	MOVWLZX (2*(j))(SP), AX              \
 	VMOVQ   (R8)(AX*8), X9               \
@@ -134,11 +163,9 @@ GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $128
 	VPINSRQ $1, (R8)(AX*8), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9          \
 	VPSHUFB shuf, sreg, Y10              \
-	VPAND   Y12, Y10, Y10                \
-	VPCMPEQB Y12, Y10, Y10               \
+	IQ_SIGNS                             \
 	IQ_SIGNED_DOT(q8off)                 \
-	VPSHUFB (16*(k))(R11), X2, X10       \
-	VPMOVZXBW X10, Y10                   \
+	VPSHUFB (32*(k))(R11), Y2, Y10       \
 	VPMADDWD Y10, Y9, Y9                 \
 	VPADDD  Y9, Y8, Y8
 
@@ -168,7 +195,7 @@ TEXT ·iq2xsDotAVX2(SB), NOSPLIT, $32-28
 	LEAQ iqScaleShuf<>(SB), R11
 	LEAQ iqSignShuf<>(SB), R12
 	VMOVDQU iqBitSel<>(SB), Y12
-	VMOVDQU iqOnes8<>(SB), Y13
+	VMOVDQU iq7f<>(SB), Y13
 	VMOVDQU iqBitHelper<>(SB), Y14
 	VMOVDQU iqM511<>(SB), Y15
 	VXORPS  X0, X0, X0
@@ -183,7 +210,8 @@ iq2xsBlock:
 	VPAND      iqM4<>(SB), X3, X3
 	VPUNPCKLBW X3, X2, X2
 	VPADDB     X2, X2, X2
-	VPADDB     X13, X2, X2
+	VPADDB     iqOnes8<>(SB), X2, X2
+	VINSERTI128 $1, X2, Y2, Y2
 
 	LEAQ  4(DI), R10
 	VPXOR Y8, Y8, Y8
@@ -212,15 +240,9 @@ GLOBL iqAux7f<>(SB), RODATA|NOPTR, $16
 DATA iqOnes32<>+0x00(SB)/4, $0x00000001
 GLOBL iqOnes32<>(SB), RODATA|NOPTR, $4
 
-// Replicates sign byte 0 (1) over bytes 0-7 (8-15) of the low lane and
-// byte 2 (3) over those of the high lane: the four sign bytes of a group,
-// broadcast as a dword, become one per 8 values.
-DATA iqSignBcast<>+0x00(SB)/8, $0x0000000000000000
-DATA iqSignBcast<>+0x08(SB)/8, $0x0101010101010101
-DATA iqSignBcast<>+0x10(SB)/8, $0x0202020202020202
-DATA iqSignBcast<>+0x18(SB)/8, $0x0303030303030303
-GLOBL iqSignBcast<>(SB), RODATA|NOPTR, $32
-
+// Row j (32 bytes): byte 4j of the low lane over its first 8 bytes and
+// byte 4j+1 over its next 8, bytes 4j+2 and 4j+3 likewise in the high
+// lane: the four sign bytes of group j of a lane, one per 8 values.
 DATA iqSignGrp<>+0x00(SB)/8, $0x0000000000000000
 DATA iqSignGrp<>+0x08(SB)/8, $0x0101010101010101
 DATA iqSignGrp<>+0x10(SB)/8, $0x0202020202020202
@@ -240,10 +262,11 @@ DATA iqSignGrp<>+0x78(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 
 // IQ_AUX_SIGNS takes the eight sign/scale words of a block in Y5 and
-// stores at 0(SP) their 32 sign bytes (one per 8 values, the 7-bit
-// ksigns_iq2xs index plus its parity bit: ksigns_iq2xs itself) and at
-// 32(SP) the group scales 2*s+1 as two int16 per dword.
-// Clobbers Y6, Y7, Y9, Y10.
+// computes their 32 sign bytes (one per 8 values, the 7-bit ksigns_iq2xs
+// index plus its parity bit: ksigns_iq2xs itself), those of groups 0-3
+// into both lanes of Y4 and those of groups 4-7 into both lanes of Y2,
+// and stores at 32(SP) the group scales 2*s+1 as two int16 per dword.
+// Clobbers Y6, Y7, Y9.
 #define IQ_AUX_SIGNS \
 	VPBROADCASTD iqAux7f<>+0x00(SB), Y9  \
 	VPAND        Y9, Y5, Y6              \
@@ -265,7 +288,7 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 	VPSHUFB      Y7, Y14, Y7             \
 	VPOR         Y7, Y6, Y6              \
 	VPERMQ       $0x44, Y6, Y4           \
-	VPERMQ       $0xee, Y6, Y5           \
+	VPERMQ       $0xee, Y6, Y2           \
 	VPSRLD       $28, Y5, Y6             \
 	VPADDD       Y6, Y6, Y6              \
 	VPBROADCASTD iqOnes32<>(SB), Y9      \
@@ -275,13 +298,12 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 	VMOVDQU      Y6, 32(SP)
 
 // IQ_AUX_GROUP finishes group k of 32 values, whose grid bytes are in Y9:
-// sign mask from the 4 sign bytes at 4k(SP) (spread by Y3, tested against
-// iqBitSel in Y12), dot with the activations, scale pair at 32+4k(SP),
-// int32 sums added to Y8. Clobbers Y9, Y10, Y11.
+// signs from the lane copy sreg (Y4 for groups 0-3, Y2 for 4-7), dot with
+// the activations, scale pair at 32+4k(SP), int32 sums added to Y8.
+// Clobbers Y9, Y10, Y11.
 #define IQ_AUX_GROUP(k, sreg) \
 	VPSHUFB      iqSignGrp<>+(32*((k)%4))(SB), sreg, Y10 \
-	VPAND        Y12, Y10, Y10           \
-	VPCMPEQB     Y12, Y10, Y10           \
+	IQ_SIGNS                             \
 	IQ_SIGNED_DOT(32*(k))                \
 	VPBROADCASTD (32+4*(k))(SP), Y10     \
 	VPMADDWD     Y10, Y9, Y9             \
@@ -302,15 +324,15 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 
 // Registers of the IQ2_XXS and IQ3_XXS loops: SI weights, DI activations,
 // R10 activation quants, CX blocks left, R8 grid, X0 sum, X1 block scale,
-// Y8 int32 sums, Y3 iqSignBcast, Y12 iqBitSel, Y13 bytes of 1,
+// Y8 int32 sums, Y2 and Y4 sign bytes (IQ_AUX_SIGNS), Y12 iqBitSel,
+// Y13 bytes of 0x7f,
 // Y14 iqBitHelper, Y15 bytes of 0x0f.
 #define IQ_AUX_SETUP \
 	MOVQ    w+0(FP), SI                  \
 	MOVQ    a+8(FP), DI                  \
 	MOVQ    nb+16(FP), CX                \
-	VMOVDQU iqSignBcast<>(SB), Y3        \
 	VMOVDQU iqBitSel<>(SB), Y12          \
-	VMOVDQU iqOnes8<>(SB), Y13           \
+	VMOVDQU iq7f<>(SB), Y13              \
 	VMOVDQU iqBitHelper<>(SB), Y14       \
 	VMOVDQU iqM4<>(SB), Y15              \
 	VXORPS  X0, X0, X0
@@ -336,10 +358,10 @@ iq2xxsBlock:
 	IQ2XXS_GROUP(1, Y4)
 	IQ2XXS_GROUP(2, Y4)
 	IQ2XXS_GROUP(3, Y4)
-	IQ2XXS_GROUP(4, Y5)
-	IQ2XXS_GROUP(5, Y5)
-	IQ2XXS_GROUP(6, Y5)
-	IQ2XXS_GROUP(7, Y5)
+	IQ2XXS_GROUP(4, Y2)
+	IQ2XXS_GROUP(5, Y2)
+	IQ2XXS_GROUP(6, Y2)
+	IQ2XXS_GROUP(7, Y2)
 	IQ_BLOCK_END
 
 	ADDQ $66, SI
@@ -390,10 +412,10 @@ iq3xxsBlock:
 	IQ3XXS_GROUP(1, Y4)
 	IQ3XXS_GROUP(2, Y4)
 	IQ3XXS_GROUP(3, Y4)
-	IQ3XXS_GROUP(4, Y5)
-	IQ3XXS_GROUP(5, Y5)
-	IQ3XXS_GROUP(6, Y5)
-	IQ3XXS_GROUP(7, Y5)
+	IQ3XXS_GROUP(4, Y2)
+	IQ3XXS_GROUP(5, Y2)
+	IQ3XXS_GROUP(6, Y2)
+	IQ3XXS_GROUP(7, Y2)
 	IQ_BLOCK_END
 
 	ADDQ $98, SI

@@ -10,10 +10,11 @@ import (
 
 // The simd_q8 group: AVX2+FMA+F16C dot products for Q8_0, Q4_0, F32, F16
 // and BF16 weights, and the activation quantizers QuantizeQ8_0 and
-// QuantizeQ8K. Every kernel performs the float operations of its Go
-// reference in the same order, so the results are bit-identical, except
-// dotF32AVX2, which uses a real FMA where dotF32 emulates one in float64
-// (they differ only on a double-rounding tie).
+// QuantizeQ8K, plus an AVX-512BW Q8_0 dot product where the CPU has it.
+// Every kernel performs the float operations of its Go reference in the
+// same order, so the results are bit-identical, except dotF32AVX2, which
+// uses a real FMA where dotF32 emulates one in float64 (they differ only on
+// a double-rounding tie).
 
 // simdQ8HasAVX2 reports whether this CPU runs the kernels of this file.
 var simdQ8HasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
@@ -29,10 +30,20 @@ func init() {
 	simdDots[ggml.BF16] = simdKernel{name: "avx2", dot: dotBF16AVX2}
 	quantizeQ8_0Arch = quantizeQ8_0AVX2
 	quantizeQ8KArch = quantizeQ8KAVX2
+	if simdQ8HasAVX512 {
+		simdDots[ggml.Q8_0] = simdKernel{name: "avx512", dot: dotQ8_0AVX512}
+	}
 }
+
+// simdQ8HasAVX512 reports whether this CPU (and OS) runs the AVX-512BW
+// variant of the Q8_0 dot product.
+var simdQ8HasAVX512 = simdQ8HasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
 //go:noescape
 func dotQ8_0AVX2Asm(w, a *byte, groups int) float32
+
+//go:noescape
+func dotQ8_0AVX512Asm(w, a *byte, groups int) float32
 
 //go:noescape
 func dotQ4_0AVX2Asm(w, a *byte, groups int) float32
@@ -62,6 +73,23 @@ func dotQ8_0AVX2(n int, w, a []byte) float32 {
 	if i > 0 {
 		_, _ = w[i*q8_0BlockSize-1], a[i*q8_0BlockSize-1]
 		sumf = dotQ8_0AVX2Asm(&w[0], &a[0], i/8)
+	}
+	for ; i < nb; i++ {
+		x := (*[q8_0BlockSize]byte)(w[i*q8_0BlockSize:])
+		y := (*[q8_0BlockSize]byte)(a[i*q8_0BlockSize:])
+		sumf += float32(float32(dotQ8_0Block(x, y)) * float32(fp16At(x[:])*fp16At(y[:])))
+	}
+	return sumf
+}
+
+// dotQ8_0AVX512 is dotQ8_0AVX2 with the AVX-512BW assembly (same result).
+func dotQ8_0AVX512(n int, w, a []byte) float32 {
+	nb := n / qk8_0
+	var sumf float32
+	i := nb &^ 7
+	if i > 0 {
+		_, _ = w[i*q8_0BlockSize-1], a[i*q8_0BlockSize-1]
+		sumf = dotQ8_0AVX512Asm(&w[0], &a[0], i/8)
 	}
 	for ; i < nb; i++ {
 		x := (*[q8_0BlockSize]byte)(w[i*q8_0BlockSize:])

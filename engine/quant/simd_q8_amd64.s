@@ -2,8 +2,9 @@
 
 // AVX2+FMA+F16C kernels of the simd_q8 group: Q8_0·Q8_0, Q4_0·Q8_0,
 // F32·F32, F16·F16 and BF16·BF16 dot products, and the activation
-// quantizers QuantizeQ8_0 and QuantizeQ8K. Each one follows the operation
-// order of its pure-Go reference (see simd_q8_amd64.go).
+// quantizers QuantizeQ8_0 and QuantizeQ8K; and an AVX-512BW Q8_0·Q8_0.
+// Each one follows the operation order of its pure-Go reference (see
+// simd_q8_amd64.go).
 
 #include "textflag.h"
 

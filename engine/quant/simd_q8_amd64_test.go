@@ -15,16 +15,19 @@ import (
 // simdQ8Dots are the kernels of the simd_q8 group. exact means bit-identical
 // to GoDot (NaN results only need to be NaN on both sides).
 var simdQ8Dots = []struct {
-	typ   ggml.Type
-	dot   func(n int, w, a []byte) float32
-	exact bool
+	typ    ggml.Type
+	name   string // instruction set
+	dot    func(n int, w, a []byte) float32
+	exact  bool
+	avx512 bool // needs simdQ8HasAVX512
 }{
-	{ggml.Q8_0, dotQ8_0AVX2, true},
-	{ggml.Q4_0, dotQ4_0AVX2, true},
-	{ggml.F16, dotF16AVX2, true},
-	{ggml.BF16, dotBF16AVX2, true},
+	{ggml.Q8_0, "avx2", dotQ8_0AVX2, true, false},
+	{ggml.Q8_0, "avx512", dotQ8_0AVX512, true, true},
+	{ggml.Q4_0, "avx2", dotQ4_0AVX2, true, false},
+	{ggml.F16, "avx2", dotF16AVX2, true, false},
+	{ggml.BF16, "avx2", dotBF16AVX2, true, false},
 	// dotF32 emulates FMA in float64, which double-rounds on rare ties.
-	{ggml.F32, dotF32AVX2, false},
+	{ggml.F32, "avx2", dotF32AVX2, false, false},
 }
 
 func simdQ8Skip(t testing.TB) {
@@ -37,8 +40,12 @@ func simdQ8Skip(t testing.TB) {
 func TestSIMDQ8Installed(t *testing.T) {
 	simdQ8Skip(t)
 	for _, d := range simdQ8Dots {
-		if k := mustKernel(t, d.typ); k.SIMD != "avx2" {
-			t.Errorf("%s: Kernel.SIMD = %q, want avx2", d.typ, k.SIMD)
+		want := "avx2"
+		if d.typ == ggml.Q8_0 && simdQ8HasAVX512 {
+			want = "avx512"
+		}
+		if k := mustKernel(t, d.typ); k.SIMD != want {
+			t.Errorf("%s: Kernel.SIMD = %q, want %s", d.typ, k.SIMD, want)
 		}
 	}
 	if quantizeQ8_0Arch == nil || quantizeQ8KArch == nil {
@@ -171,6 +178,9 @@ func TestSIMDQ8Dot(t *testing.T) {
 	simdQ8Skip(t)
 	rng := rand.New(rand.NewPCG(81, 82))
 	for _, d := range simdQ8Dots {
+		if d.avx512 && !simdQ8HasAVX512 {
+			continue
+		}
 		k := mustKernel(t, d.typ)
 		for _, f := range simdQ8Fills(t) {
 			for _, n := range simdQ8Elems(d.typ) {
@@ -184,10 +194,10 @@ func TestSIMDQ8Dot(t *testing.T) {
 						continue
 					}
 					if d.exact {
-						t.Fatalf("%s %s n=%d: avx2 %v (%#x), Go %v (%#x)", d.typ, f.name, n, got, math.Float32bits(got), want, math.Float32bits(want))
+						t.Fatalf("%s %s %s n=%d: %v (%#x), Go %v (%#x)", d.typ, d.name, f.name, n, got, math.Float32bits(got), want, math.Float32bits(want))
 					}
 					if bound := simdQ8Bound(t, d.typ, k.VecDotType, n, w, a); !(math.Abs(float64(got)-float64(want)) <= bound) {
-						t.Fatalf("%s %s n=%d: avx2 %v, Go %v, bound %g", d.typ, f.name, n, got, want, bound)
+						t.Fatalf("%s %s %s n=%d: %v, Go %v, bound %g", d.typ, d.name, f.name, n, got, want, bound)
 					}
 				}
 			}
@@ -223,6 +233,9 @@ func TestSIMDQ8DotBounds(t *testing.T) {
 	// Rows exactly as long as n: the kernels must not read past them, and
 	// short rows must panic in the Go wrapper, not fault in assembly.
 	for _, d := range simdQ8Dots {
+		if d.avx512 && !simdQ8HasAVX512 {
+			continue
+		}
 		k := mustKernel(t, d.typ)
 		n := 8 * 32
 		w := make([]byte, rowBytes(t, d.typ, n))
@@ -377,16 +390,23 @@ func BenchmarkSIMDQ8Dot(b *testing.B) {
 	simdQ8Skip(b)
 	const n, rows = 4096, 64
 	for _, d := range simdQ8Dots {
+		if d.avx512 && !simdQ8HasAVX512 {
+			continue
+		}
 		k := mustKernel(b, d.typ)
 		rng := rand.New(rand.NewPCG(1, 2))
 		rb := rowBytes(b, d.typ, n)
 		w := randomRow(b, d.typ, n*rows, rng, 1)
 		a := make([]byte, ActivationSize(k.VecDotType, n))
 		QuantizeActivations(k.VecDotType, randomFloats(rng, n, 1), a)
-		for _, impl := range []struct {
+		impls := []struct {
 			name string
 			dot  func(int, []byte, []byte) float32
-		}{{"go", k.GoDot}, {"avx2", d.dot}} {
+		}{{"go", k.GoDot}, {d.name, d.dot}}
+		if d.avx512 {
+			impls = impls[1:] // Go already measured with the avx2 entry
+		}
+		for _, impl := range impls {
 			b.Run(d.typ.String()+"/"+impl.name, func(b *testing.B) {
 				b.SetBytes(int64(rb))
 				var sink float32

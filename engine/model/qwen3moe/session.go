@@ -242,6 +242,7 @@ type moeBuf struct {
 	gacts   []cpu.Acts
 	gate    [][]float32 // per active expert: [m][ff]
 	up      [][]float32
+	down    [][]float32 // per active expert: [m][embd]
 	hacts   []cpu.Acts
 	y       []float32 // [nt*used][embd]
 	weights []model.ExpertWeights
@@ -355,6 +356,7 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		b.hacts = append(b.hacts, cpu.Acts{})
 		b.gate = append(b.gate, nil)
 		b.up = append(b.up, nil)
+		b.down = append(b.down, nil)
 	}
 	vdt := ws.gate[0].VecDotType()
 	s.acts2.Quantize(m.pool, vdt, xn, nt, e)
@@ -372,6 +374,7 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		}
 		b.gate[a] = grow(b.gate[a], len(rows)*ff)
 		b.up[a] = grow(b.up[a], len(rows)*ff)
+		b.down[a] = grow(b.down[a], len(rows)*e)
 	}
 	for a := range b.order {
 		if ws.gate[a].VecDotType() != vdt || ws.up[a].VecDotType() != vdt {
@@ -397,21 +400,19 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		cpu.SwiGLU(b.gate[a][:n*ff], b.gate[a][:n*ff], b.up[a][:n*ff])
 		b.hacts[a].Quantize(m.pool, ws.down[a].VecDotType(), b.gate[a][:n*ff], n, ff)
 	}
-	// Down projection into per-slot outputs.
-	b.y = grow(b.y, nt*nu*e)
+	// Down projection, per expert, then scattered to the slots.
 	perD := (e + chunk - 1) / chunk
 	m.pool.For(na*perD, func(i int) {
 		a, c := i/perD, i%perD
-		r0, r1 := c*chunk, min((c+1)*chunk, e)
-		w, acts, rows := &ws.down[a], &b.hacts[a], b.groups[b.order[a]]
-		dot := w.Dot
-		for r := r0; r < r1; r++ {
-			wrow := w.Row(r)
-			for j, slot := range rows {
-				b.y[slot*e+r] = dot(wrow, acts.Row(j))
-			}
-		}
+		b.down[a] = b.down[a][:b.hacts[a].N*e]
+		cpu.MatRows(&ws.down[a], &b.hacts[a], b.down[a], c*chunk, min((c+1)*chunk, e))
 	})
+	b.y = grow(b.y, nt*nu*e)
+	for a, ex := range b.order {
+		for j, slot := range b.groups[ex] {
+			copy(b.y[slot*e:(slot+1)*e], b.down[a][j*e:(j+1)*e])
+		}
+	}
 	// Weighted sum in slot order, as ggml adds the expert views, then the
 	// residual.
 	for t := 0; t < nt; t++ {
