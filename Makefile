@@ -29,6 +29,8 @@ vet:
 
 test-go:
 	$(GO) test -race -timeout 15m ./...
+	# The llama.cpp comparisons again with every SIMD kernel off.
+	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' ./engine/
 
 # The arm64 (NEON) kernels under qemu-user, SIMD on and off.
 test-arm64:

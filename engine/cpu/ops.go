@@ -102,7 +102,7 @@ func (r *Rope) Cache(pos int, cs []float32) {
 		mscale := r.AttnFactor
 		if r.ExtFactor != 0 {
 			rampMix := yarnRamp(corr[0], corr[1], i0) * r.ExtFactor
-			t = thetaInterp*(1-rampMix) + theta*rampMix
+			t = float32(thetaInterp*(1-rampMix)) + float32(theta*rampMix)
 			mscale *= 1 + 0.1*float32(math.Log(float64(1/r.FreqScale)))
 		}
 		cs[i0] = float32(math.Cos(float64(t))) * mscale
@@ -133,7 +133,9 @@ func ApplyNeox(x, cs []float32, dims int) {
 	for i := 0; i < half; i++ {
 		c, s := cs[2*i], cs[2*i+1]
 		x0, x1 := x[i], x[i+half]
-		x[i] = x0*c - x1*s
-		x[i+half] = x0*s + x1*c
+		// Explicit conversions keep Go from fusing these into FMAs on
+		// arm64, so every platform rounds as llama.cpp's x86 build does.
+		x[i] = float32(x0*c) - float32(x1*s)
+		x[i+half] = float32(x0*s) + float32(x1*c)
 	}
 }

@@ -64,12 +64,6 @@ DATA iq7f<>+0x10(SB)/8, $0x7f7f7f7f7f7f7f7f
 DATA iq7f<>+0x18(SB)/8, $0x7f7f7f7f7f7f7f7f
 GLOBL iq7f<>(SB), RODATA|NOPTR, $32
 
-DATA iqM511<>+0x00(SB)/8, $0x01ff01ff01ff01ff
-DATA iqM511<>+0x08(SB)/8, $0x01ff01ff01ff01ff
-DATA iqM511<>+0x10(SB)/8, $0x01ff01ff01ff01ff
-DATA iqM511<>+0x18(SB)/8, $0x01ff01ff01ff01ff
-GLOBL iqM511<>(SB), RODATA|NOPTR, $32
-
 DATA iqM4<>+0x00(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iqM4<>+0x08(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA iqM4<>+0x10(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -149,17 +143,27 @@ GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $256
 	VPABSB     Y11, Y11        \
 	VPMADDUBSW Y9, Y11, Y9
 
-// IQ2_XS group of 32 values: word indices j..j+3 of the grid index buffer
-// at 0(SP), signs from Y6 or Y7 (sreg) with shuffle shuf, activations at
-// q8off(R10), scale row k of Y2.
-#define IQ2XS_GROUP(j, sreg, shuf, q8off, k) \
-	MOVWLZX (2*(j))(SP), AX              \
-	VMOVQ   (R8)(AX*8), X9               \
-	MOVWLZX (2*(j)+2)(SP), AX            \
-	VPINSRQ $1, (R8)(AX*8), X9, X9       \
-	MOVWLZX (2*(j)+4)(SP), AX            \
-	VMOVQ   (R8)(AX*8), X10              \
-	MOVWLZX (2*(j)+6)(SP), AX            \
+// IQ2_XS group of 32 values: grid indices in the low 9 bits of words
+// j..j+3 at qsoff(SI), signs from Y6 or Y7 (sreg) with shuffle shuf,
+// activations at q8off(R10), scale row k of Y2. (The indices are split
+// with scalar shifts: storing them from a vector register and reloading
+// them as words stalled on store forwarding and cost a quarter of the
+// speed.)
+#define IQ2XS_GROUP(qsoff, j, sreg, shuf, q8off, k) \
+	MOVQ    (qsoff+2*(j))(SI), AX        \
+	MOVL    AX, BX                       \
+	ANDL    $511, BX                     \
+	VMOVQ   (R8)(BX*8), X9               \
+	MOVL    AX, DX                       \
+	SHRL    $16, DX                      \
+	ANDL    $511, DX                     \
+	VPINSRQ $1, (R8)(DX*8), X9, X9       \
+	SHRQ    $32, AX                      \
+	MOVL    AX, BX                       \
+	ANDL    $511, BX                     \
+	VMOVQ   (R8)(BX*8), X10              \
+	SHRL    $16, AX                      \
+	ANDL    $511, AX                     \
 	VPINSRQ $1, (R8)(AX*8), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9          \
 	VPSHUFB shuf, sreg, Y10              \
@@ -172,8 +176,6 @@ GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $256
 // IQ2_XS half block of 128 values: 16 uint16 at qsoff(SI).
 #define IQ2XS_HALF(qsoff, q8off, k) \
 	VMOVDQU qsoff(SI), Y3                \
-	VPAND   Y15, Y3, Y4                  \
-	VMOVDQU Y4, (SP)                     \
 	VPSRLW  $9, Y3, Y5                   \
 	VPSRLW  $13, Y3, Y6                  \
 	VPXOR   Y6, Y5, Y6                   \
@@ -181,13 +183,13 @@ GLOBL iqScaleShuf<>(SB), RODATA|NOPTR, $256
 	VPOR    Y6, Y5, Y5                   \
 	VPERMQ  $0x44, Y5, Y6                \
 	VPERMQ  $0xee, Y5, Y7                \
-	IQ2XS_GROUP(0, Y6, (R12), q8off, k)     \
-	IQ2XS_GROUP(4, Y6, 32(R12), q8off+32, k+1) \
-	IQ2XS_GROUP(8, Y7, (R12), q8off+64, k+2) \
-	IQ2XS_GROUP(12, Y7, 32(R12), q8off+96, k+3)
+	IQ2XS_GROUP(qsoff, 0, Y6, (R12), q8off, k)     \
+	IQ2XS_GROUP(qsoff, 4, Y6, 32(R12), q8off+32, k+1) \
+	IQ2XS_GROUP(qsoff, 8, Y7, (R12), q8off+64, k+2) \
+	IQ2XS_GROUP(qsoff, 12, Y7, 32(R12), q8off+96, k+3)
 
 // func iq2xsDotAVX2(w, a *byte, nb int) float32
-TEXT ·iq2xsDotAVX2(SB), NOSPLIT, $32-28
+TEXT ·iq2xsDotAVX2(SB), NOSPLIT, $0-28
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ nb+16(FP), CX
@@ -197,7 +199,6 @@ TEXT ·iq2xsDotAVX2(SB), NOSPLIT, $32-28
 	VMOVDQU iqBitSel<>(SB), Y12
 	VMOVDQU iq7f<>(SB), Y13
 	VMOVDQU iqBitHelper<>(SB), Y14
-	VMOVDQU iqM511<>(SB), Y15
 	VXORPS  X0, X0, X0
 
 iq2xsBlock:
@@ -265,7 +266,8 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 // computes their 32 sign bytes (one per 8 values, the 7-bit ksigns_iq2xs
 // index plus its parity bit: ksigns_iq2xs itself), those of groups 0-3
 // into both lanes of Y4 and those of groups 4-7 into both lanes of Y2,
-// and stores at 32(SP) the group scales 2*s+1 as two int16 per dword.
+// and the group scales 2*s+1, as two int16 per dword, those of groups 0-3
+// into both lanes of Y3 and those of groups 4-7 into both lanes of Y5.
 // Clobbers Y6, Y7, Y9.
 #define IQ_AUX_SIGNS \
 	VPBROADCASTD iqAux7f<>+0x00(SB), Y9  \
@@ -295,22 +297,24 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 	VPADDD       Y9, Y6, Y6              \
 	VPSLLD       $16, Y6, Y7             \
 	VPOR         Y7, Y6, Y6              \
-	VMOVDQU      Y6, 32(SP)
+	VPERMQ       $0x44, Y6, Y3           \
+	VPERMQ       $0xee, Y6, Y5
 
 // IQ_AUX_GROUP finishes group k of 32 values, whose grid bytes are in Y9:
 // signs from the lane copy sreg (Y4 for groups 0-3, Y2 for 4-7), dot with
-// the activations, scale pair at 32+4k(SP), int32 sums added to Y8.
+// the activations, scale pair from dword k%4 of screg (Y3 for groups 0-3,
+// Y5 for 4-7), int32 sums added to Y8.
 // Clobbers Y9, Y10, Y11.
-#define IQ_AUX_GROUP(k, sreg) \
+#define IQ_AUX_GROUP(k, sreg, screg) \
 	VPSHUFB      iqSignGrp<>+(32*((k)%4))(SB), sreg, Y10 \
 	IQ_SIGNS                             \
 	IQ_SIGNED_DOT(32*(k))                \
-	VPBROADCASTD (32+4*(k))(SP), Y10     \
+	VPSHUFD      $(0x55*((k)%4)), screg, Y10 \
 	VPMADDWD     Y10, Y9, Y9             \
 	VPADDD       Y9, Y8, Y8
 
 // IQ2_XXS group k of 32 values: four iq2xxs_grid indices (R8) at 2+8k(SI).
-#define IQ2XXS_GROUP(k, sreg) \
+#define IQ2XXS_GROUP(k, sreg, screg) \
 	MOVBLZX (2+8*(k))(SI), AX            \
 	VMOVQ   (R8)(AX*8), X9               \
 	MOVBLZX (3+8*(k))(SI), AX            \
@@ -320,13 +324,12 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 	MOVBLZX (5+8*(k))(SI), AX            \
 	VPINSRQ $1, (R8)(AX*8), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9          \
-	IQ_AUX_GROUP(k, sreg)
+	IQ_AUX_GROUP(k, sreg, screg)
 
 // Registers of the IQ2_XXS and IQ3_XXS loops: SI weights, DI activations,
 // R10 activation quants, CX blocks left, R8 grid, X0 sum, X1 block scale,
-// Y8 int32 sums, Y2 and Y4 sign bytes (IQ_AUX_SIGNS), Y12 iqBitSel,
-// Y13 bytes of 0x7f,
-// Y14 iqBitHelper, Y15 bytes of 0x0f.
+// Y8 int32 sums, Y2-Y5 sign bytes and scales (IQ_AUX_SIGNS),
+// Y12 iqBitSel, Y13 bytes of 0x7f, Y14 iqBitHelper, Y15 bytes of 0x0f.
 #define IQ_AUX_SETUP \
 	MOVQ    w+0(FP), SI                  \
 	MOVQ    a+8(FP), DI                  \
@@ -338,7 +341,7 @@ GLOBL iqSignGrp<>(SB), RODATA|NOPTR, $128
 	VXORPS  X0, X0, X0
 
 // func iq2xxsDotAVX2(w, a *byte, nb int) float32
-TEXT ·iq2xxsDotAVX2(SB), NOSPLIT, $64-28
+TEXT ·iq2xxsDotAVX2(SB), NOSPLIT, $0-28
 	IQ_AUX_SETUP
 	LEAQ ·iq2xxsGrid(SB), R8
 
@@ -354,14 +357,14 @@ iq2xxsBlock:
 	VPERMQ  $0xd8, Y5, Y5
 	IQ_AUX_SIGNS
 
-	IQ2XXS_GROUP(0, Y4)
-	IQ2XXS_GROUP(1, Y4)
-	IQ2XXS_GROUP(2, Y4)
-	IQ2XXS_GROUP(3, Y4)
-	IQ2XXS_GROUP(4, Y2)
-	IQ2XXS_GROUP(5, Y2)
-	IQ2XXS_GROUP(6, Y2)
-	IQ2XXS_GROUP(7, Y2)
+	IQ2XXS_GROUP(0, Y4, Y3)
+	IQ2XXS_GROUP(1, Y4, Y3)
+	IQ2XXS_GROUP(2, Y4, Y3)
+	IQ2XXS_GROUP(3, Y4, Y3)
+	IQ2XXS_GROUP(4, Y2, Y5)
+	IQ2XXS_GROUP(5, Y2, Y5)
+	IQ2XXS_GROUP(6, Y2, Y5)
+	IQ2XXS_GROUP(7, Y2, Y5)
 	IQ_BLOCK_END
 
 	ADDQ $66, SI
@@ -375,7 +378,7 @@ iq2xxsBlock:
 
 // IQ3_XXS group k of 32 values: eight iq3xxs_grid indices (R8) at
 // 2+8k(SI).
-#define IQ3XXS_GROUP(k, sreg) \
+#define IQ3XXS_GROUP(k, sreg, screg) \
 	MOVBLZX (2+8*(k))(SI), AX            \
 	VMOVD   (R8)(AX*4), X9               \
 	MOVBLZX (3+8*(k))(SI), AX            \
@@ -393,10 +396,10 @@ iq2xxsBlock:
 	MOVBLZX (9+8*(k))(SI), AX            \
 	VPINSRD $3, (R8)(AX*4), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9          \
-	IQ_AUX_GROUP(k, sreg)
+	IQ_AUX_GROUP(k, sreg, screg)
 
 // func iq3xxsDotAVX2(w, a *byte, nb int) float32
-TEXT ·iq3xxsDotAVX2(SB), NOSPLIT, $64-28
+TEXT ·iq3xxsDotAVX2(SB), NOSPLIT, $0-28
 	IQ_AUX_SETUP
 	LEAQ ·iq3xxsGrid(SB), R8
 
@@ -408,14 +411,14 @@ iq3xxsBlock:
 	VMOVDQU 66(SI), Y5
 	IQ_AUX_SIGNS
 
-	IQ3XXS_GROUP(0, Y4)
-	IQ3XXS_GROUP(1, Y4)
-	IQ3XXS_GROUP(2, Y4)
-	IQ3XXS_GROUP(3, Y4)
-	IQ3XXS_GROUP(4, Y2)
-	IQ3XXS_GROUP(5, Y2)
-	IQ3XXS_GROUP(6, Y2)
-	IQ3XXS_GROUP(7, Y2)
+	IQ3XXS_GROUP(0, Y4, Y3)
+	IQ3XXS_GROUP(1, Y4, Y3)
+	IQ3XXS_GROUP(2, Y4, Y3)
+	IQ3XXS_GROUP(3, Y4, Y3)
+	IQ3XXS_GROUP(4, Y2, Y5)
+	IQ3XXS_GROUP(5, Y2, Y5)
+	IQ3XXS_GROUP(6, Y2, Y5)
+	IQ3XXS_GROUP(7, Y2, Y5)
 	IQ_BLOCK_END
 
 	ADDQ $98, SI
@@ -448,9 +451,9 @@ DATA iq4Consts<>+0x0c(SB)/4, $0x0000ffff
 GLOBL iq4Consts<>(SB), RODATA|NOPTR, $16
 
 // IQ4_XS group ib of 32 values: 16 bytes of nibbles at 8+16ib(SI), looked
-// up in kvalues_iq4nl (Y14, both lanes), scale ls-32 as two int16 at
-// 4ib(SP).
-#define IQ4XS_GROUP(ib) \
+// up in kvalues_iq4nl (Y14, both lanes), scale ls-32 as two int16 in dword
+// ib%4 of screg (Y12 for groups 0-3, Y13 for 4-7).
+#define IQ4XS_GROUP(ib, screg) \
 	VMOVDQU (8+16*(ib))(SI), X9          \
 	VPSRLW  $4, X9, X10                  \
 	VINSERTI128 $1, X10, Y9, Y9          \
@@ -460,12 +463,12 @@ GLOBL iq4Consts<>(SB), RODATA|NOPTR, $16
 	VPSIGNB Y11, Y9, Y9                  \
 	VPABSB  Y11, Y11                     \
 	VPMADDUBSW Y9, Y11, Y9               \
-	VPBROADCASTD (4*(ib))(SP), Y10       \
+	VPSHUFD $(0x55*((ib)%4)), screg, Y10 \
 	VPMADDWD Y10, Y9, Y9                 \
 	VPADDD  Y9, Y8, Y8
 
 // func iq4xsDotAVX2(w, a *byte, nb int) float32
-TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $32-28
+TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $0-28
 	MOVQ w+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ nb+16(FP), CX
@@ -484,7 +487,8 @@ iq4xsBlock:
 	LEAQ    4(DI), R10
 	VPXOR   Y8, Y8, Y8
 
-	// Scales ls-32 of the 8 groups, each as an int16 pair, to 0(SP).
+	// Scales ls-32 of the 8 groups, each as an int16 pair, groups 0-3 in
+	// both lanes of Y12, groups 4-7 in both lanes of Y13.
 	VPBROADCASTD 4(SI), Y9
 	VPSRLVD      Y2, Y9, Y9
 	VPAND        Y4, Y9, Y9
@@ -497,16 +501,17 @@ iq4xsBlock:
 	VPAND        Y7, Y9, Y10
 	VPSLLD       $16, Y9, Y9
 	VPOR         Y10, Y9, Y9
-	VMOVDQU      Y9, (SP)
+	VPERMQ       $0x44, Y9, Y12
+	VPERMQ       $0xee, Y9, Y13
 
-	IQ4XS_GROUP(0)
-	IQ4XS_GROUP(1)
-	IQ4XS_GROUP(2)
-	IQ4XS_GROUP(3)
-	IQ4XS_GROUP(4)
-	IQ4XS_GROUP(5)
-	IQ4XS_GROUP(6)
-	IQ4XS_GROUP(7)
+	IQ4XS_GROUP(0, Y12)
+	IQ4XS_GROUP(1, Y12)
+	IQ4XS_GROUP(2, Y12)
+	IQ4XS_GROUP(3, Y12)
+	IQ4XS_GROUP(4, Y13)
+	IQ4XS_GROUP(5, Y13)
+	IQ4XS_GROUP(6, Y13)
+	IQ4XS_GROUP(7, Y13)
 	IQ_BLOCK_END
 
 	ADDQ $136, SI

@@ -426,7 +426,7 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 				}
 			} else {
 				for i := range out {
-					out[i] += y[i] * wk
+					out[i] += float32(y[i] * wk) // no FMA on arm64: round as ggml's mul then add
 				}
 			}
 		}
