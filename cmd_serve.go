@@ -268,9 +268,9 @@ func (p *program) loadDefault(ctx context.Context) {
 	}
 }
 
-// watchSettings logs changes that apply only at the next start (the
-// API's port and network access; threads and context length, which the
-// engine takes when it is created). Keep-alive applies at once.
+// watchSettings applies settings changes: threads and context length to
+// the engine's next model load, and logs that the API's port and network
+// access apply when Strata starts next. Keep-alive applies at once.
 func (p *program) watchSettings(ctx context.Context) {
 	ch, stop := p.settings.Subscribe()
 	defer stop()
@@ -283,10 +283,15 @@ func (p *program) watchSettings(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if s.API != first.API || s.Advanced != first.Advanced {
-				p.log.Info("settings changed: the API address and the advanced settings apply when Strata starts next")
-				first = s
+			if s.Advanced != first.Advanced {
+				p.engine.SetLoadOptions(s.Advanced.Threads, s.Advanced.ContextLength)
+				p.log.Info("settings changed: threads and context length apply when the model is next loaded",
+					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength)
 			}
+			if s.API != first.API {
+				p.log.Info("settings changed: the API address applies when Strata starts next")
+			}
+			first = s
 		}
 	}
 }

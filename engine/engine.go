@@ -141,11 +141,14 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	m, info, err := openModel(ctx, f, e.opts)
+	e.mu.Lock()
+	opts := e.opts
+	e.mu.Unlock()
+	m, info, err := openModel(ctx, f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	nctx := e.opts.ContextLength
+	nctx := opts.ContextLength
 	if nctx <= 0 {
 		nctx = min(m.ContextLength(), 4096)
 	}
@@ -169,6 +172,18 @@ func (lm *loaded) close() {
 	lm.sess.Close()
 	lm.model.Close()
 	lm.file.Close()
+}
+
+// SetLoadOptions changes the threads (0: all cores) and context length
+// (0: the model's, up to 4096) that the next Load uses; a loaded model
+// keeps its own until it is loaded again.
+func (e *Engine) SetLoadOptions(threads, contextLength int) {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	e.mu.Lock()
+	e.opts.Threads, e.opts.ContextLength = threads, max(contextLength, 0)
+	e.mu.Unlock()
 }
 
 // Unload frees the loaded model, waiting for a running generation.

@@ -116,7 +116,9 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	if err := lm.sess.Truncate(0); err != nil {
 		return BenchResult{}, err
 	}
+	e.mu.Lock()
 	r := BenchResult{PromptTokens: promptTokens, GenTokens: gen, Threads: e.opts.Threads}
+	e.mu.Unlock()
 	t0 := time.Now()
 	logits, err := lm.sess.Forward(ctx, toks, false)
 	if err != nil {
