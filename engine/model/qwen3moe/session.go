@@ -404,7 +404,6 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 	perD := (e + chunk - 1) / chunk
 	m.pool.For(na*perD, func(i int) {
 		a, c := i/perD, i%perD
-		b.down[a] = b.down[a][:b.hacts[a].N*e]
 		cpu.MatRows(&ws.down[a], &b.hacts[a], b.down[a], c*chunk, min((c+1)*chunk, e))
 	})
 	b.y = grow(b.y, nt*nu*e)
