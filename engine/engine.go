@@ -19,6 +19,7 @@ import (
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/sample"
 	"github.com/strata-llm/strata/engine/tokenizer"
+	"github.com/strata-llm/strata/internal/sysmem"
 )
 
 // ErrNoModel is returned by Generate when no model is loaded.
@@ -140,6 +141,13 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	// A model that fits in memory comfortably is read in at load, as
+	// llama.cpp does; a larger one is left to be read as it is used.
+	if ram := sysmem.Total(); ram > 0 && uint64(f.Size) <= ram/2 {
+		if err := f.Populate(ctx); err != nil {
+			return nil, fmt.Errorf("load %s: %w", path, err)
+		}
 	}
 	e.mu.Lock()
 	opts := e.opts

@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -414,5 +415,22 @@ func TestValueTypes(t *testing.T) {
 	}
 	if ValueType(13).String() != "type(13)" || TypeInvalid.String() != "invalid" {
 		t.Errorf("invalid type names")
+	}
+}
+
+func TestPopulateReadsTheMap(t *testing.T) {
+	path := filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf")
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Populate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.Populate(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Populate: %v", err)
 	}
 }

@@ -1,9 +1,9 @@
-package models
+package sysmem
 
 import "golang.org/x/sys/unix"
 
-// TotalRAM returns the machine's physical memory in bytes (0 if unknown).
-func TotalRAM() uint64 {
+// Total returns the machine's physical memory in bytes (0 if unknown).
+func Total() uint64 {
 	n, err := unix.SysctlUint64("hw.memsize")
 	if err != nil {
 		return 0

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package gguf
+
+func adviseWillNeed([]byte) {}
