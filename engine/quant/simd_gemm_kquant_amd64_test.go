@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/strata-llm/strata/engine/ggml"
 )
 
@@ -23,23 +21,36 @@ var gemmKQuantTypes = []ggml.Type{ggml.Q4_K, ggml.Q6_K, ggml.Q5_K}
 // same exact integer block sums, in a different float order.
 const gemmKQuantBound = 2e-6
 
-// gemmKQuantAsm returns the assembly Gemm for typ, skipping the test on a
-// CPU without AVX2/FMA/F16C.
-func gemmKQuantAsm(t testing.TB, typ ggml.Type) func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+// kquantGemmFunc is the signature of Kernel.Gemm.
+type kquantGemmFunc = func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
+
+// kquantGemmVariant is one instruction set's Gemm for a type.
+type kquantGemmVariant struct {
+	name string
+	gemm kquantGemmFunc
+}
+
+// gemmKQuantVariants returns the assembly Gemms for typ this CPU can run,
+// the one For installs first; it skips the test when there are none.
+func gemmKQuantVariants(t testing.TB, typ ggml.Type) []kquantGemmVariant {
 	t.Helper()
-	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasF16C {
+	bs := rowBytes(t, typ, qkK)
+	kernels := map[ggml.Type][2]kquantGemmKernels{
+		ggml.Q4_K: {kquantGemmQ4K, kquantGemmQ4KVNNI},
+		ggml.Q5_K: {kquantGemmQ5K, kquantGemmQ5KVNNI},
+		ggml.Q6_K: {kquantGemmQ6K, kquantGemmQ6KVNNI},
+	}[typ]
+	var vs []kquantGemmVariant
+	if kquantGemmHasVNNI {
+		vs = append(vs, kquantGemmVariant{"avx512vnni", gemmKQuant(bs, kernels[1])})
+	}
+	if kquantGemmHasAVX2 {
+		vs = append(vs, kquantGemmVariant{"avx2", gemmKQuant(bs, kernels[0])})
+	}
+	if len(vs) == 0 {
 		t.Skip("no AVX2/FMA/F16C")
 	}
-	switch typ {
-	case ggml.Q4_K:
-		return gemmKQuant(q4KBlockSize, kquantGemmQ4K)
-	case ggml.Q5_K:
-		return gemmKQuant(q5KBlockSize, kquantGemmQ5K)
-	case ggml.Q6_K:
-		return gemmKQuant(q6KBlockSize, kquantGemmQ6K)
-	}
-	t.Fatalf("no assembly Gemm for %s", typ)
-	return nil
+	return vs
 }
 
 // gemmKQuantMagnitude returns Σ|w·a| over n values of weight row w and
@@ -88,9 +99,9 @@ func gemmKQuantMagnitude(t testing.TB, typ ggml.Type, n int, w, a []byte) float6
 	return s
 }
 
-// gemmTile is one Gemm call's operands: rows weight rows and cols
+// kquantTile is one Gemm call's operands: rows weight rows and cols
 // activation rows of n values, with strides of at least a row.
-type gemmTile struct {
+type kquantTile struct {
 	n, rows, cols               int
 	w, a                        []byte
 	wStride, aStride, outStride int
@@ -99,7 +110,7 @@ type gemmTile struct {
 // checkGemmKQuant runs gemm on tile and compares every output with GoDot
 // within gemmKQuantBound·magnitude (plus 1e-37 for results in float32's
 // subnormal range), and checks that no other element of out was written.
-func checkGemmKQuant(t *testing.T, typ ggml.Type, gemm func(int, []byte, int, int, []byte, int, int, []float32, int), name string, tc gemmTile) {
+func checkGemmKQuant(t *testing.T, typ ggml.Type, gemm func(int, []byte, int, int, []byte, int, int, []float32, int), name string, tc kquantTile) {
 	t.Helper()
 	k := mustKernel(t, typ)
 	out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows+3)
@@ -135,14 +146,14 @@ func checkGemmKQuant(t *testing.T, typ ggml.Type, gemm func(int, []byte, int, in
 	}
 }
 
-// newGemmTile builds a tile of random operands: weights from fill(nb) per
+// newKQuantTile builds a tile of random operands: weights from fill(nb) per
 // row, activations from act(nb) per row, strides padded by up to 3 blocks
 // (output stride by up to 5) of garbage.
-func newGemmTile(t testing.TB, typ ggml.Type, rng *rand.Rand, nb, rows, cols int, fill, act func(nb int) []byte) gemmTile {
+func newKQuantTile(t testing.TB, typ ggml.Type, rng *rand.Rand, nb, rows, cols int, fill, act func(nb int) []byte) kquantTile {
 	t.Helper()
 	n := nb * qkK
 	rb := rowBytes(t, typ, n)
-	tc := gemmTile{n: n, rows: rows, cols: cols}
+	tc := kquantTile{n: n, rows: rows, cols: cols}
 	tc.wStride = rb + rng.IntN(3)*rb/nb
 	tc.aStride = nb*q8KBlockSize + rng.IntN(3)*q8KBlockSize
 	tc.outStride = rows + rng.IntN(6)
@@ -168,10 +179,9 @@ func newGemmTile(t testing.TB, typ ggml.Type, rng *rand.Rand, nb, rows, cols int
 // from Kernel.Random with QuantizeQ8K activations, and random bytes with
 // full-range quants and scales of any magnitude.
 func TestGemmKQuantRandom(t *testing.T) {
-	shapes := [][2]int{{1, 1}, {16, 1}, {1, 4}, {3, 5}, {16, 64}, {20, 70}, {7, 3}, {2, 9}, {13, 33}, {5, 2}, {1, 70}}
+	shapes := [][2]int{{1, 1}, {16, 1}, {1, 4}, {3, 5}, {16, 64}, {20, 70}, {7, 3}, {2, 9}, {13, 33}, {5, 2}, {1, 70}, {4, 7}, {3, 15}, {17, 8}}
 	for _, typ := range gemmKQuantTypes {
 		t.Run(typ.String(), func(t *testing.T) {
-			gemm := gemmKQuantAsm(t, typ)
 			k := mustKernel(t, typ)
 			rng := rand.New(rand.NewPCG(uint64(typ), 42))
 			valid := func(nb int) []byte { return randomRow(t, typ, nb*qkK, rng, 1) }
@@ -182,10 +192,12 @@ func TestGemmKQuantRandom(t *testing.T) {
 			}
 			bytes := func(nb int) []byte { return randomKQuantBytes(t, typ, rng, nb) }
 			fullRange := func(nb int) []byte { return randomQ8K(rng, nb) }
-			for i, s := range shapes {
-				nb := 1 + i%9
-				checkGemmKQuant(t, typ, gemm, "Random+QuantizeQ8K", newGemmTile(t, typ, rng, nb, s[0], s[1], valid, quantized))
-				checkGemmKQuant(t, typ, gemm, "random bytes", newGemmTile(t, typ, rng, nb, s[0], s[1], bytes, fullRange))
+			for _, v := range gemmKQuantVariants(t, typ) {
+				for i, s := range shapes {
+					nb := 1 + i%9
+					checkGemmKQuant(t, typ, v.gemm, v.name+" Random+QuantizeQ8K", newKQuantTile(t, typ, rng, nb, s[0], s[1], valid, quantized))
+					checkGemmKQuant(t, typ, v.gemm, v.name+" random bytes", newKQuantTile(t, typ, rng, nb, s[0], s[1], bytes, fullRange))
+				}
 			}
 		})
 	}
@@ -197,36 +209,42 @@ func TestGemmKQuantRandom(t *testing.T) {
 func TestGemmKQuantEdges(t *testing.T) {
 	for _, typ := range gemmKQuantTypes {
 		t.Run(typ.String(), func(t *testing.T) {
-			gemm := gemmKQuantAsm(t, typ)
-			rng := rand.New(rand.NewPCG(uint64(typ), 43))
-			for _, fill := range []byte{0x00, 0xff, 0x55, 0xaa, 0x0f, 0xf0, 0x80, 0x7f} {
-				for _, h := range []uint16{0x7bff, 0x0001, 0x03ff, 0xfbff, 0x3c00, 0x8000} {
-					for _, q := range []int8{-128, 127, 0} {
-						for _, d := range []float32{1, -1e-3, 1e-30} {
-							w := func(nb int) []byte { return fillKQuant(t, typ, nb, fill, h) }
-							a := func(nb int) []byte { return constQ8K(nb, q, d) }
-							name := fmt.Sprintf("fill %#02x fp16 %#04x q %d d %g", fill, h, q, d)
-							checkGemmKQuant(t, typ, gemm, name, newGemmTile(t, typ, rng, 2, 5, 6, w, a))
-						}
-					}
-				}
-			}
-			// Fewer values than one block: every output is 0.
-			tc := newGemmTile(t, typ, rng, 1, 3, 5, func(nb int) []byte { return randomKQuantBytes(t, typ, rng, nb) },
-				func(nb int) []byte { return randomQ8K(rng, nb) })
-			out := make([]float32, 4*tc.outStride+3)
-			for i := range out {
-				out[i] = 1
-			}
-			gemm(qkK-1, tc.w, tc.wStride, 3, tc.a, tc.aStride, 5, out, tc.outStride)
-			for c := 0; c < 5; c++ {
-				for r := 0; r < 3; r++ {
-					if v := out[c*tc.outStride+r]; v != 0 {
-						t.Errorf("n < 256: out[c=%d r=%d] = %g, want 0", c, r, v)
-					}
-				}
+			for _, v := range gemmKQuantVariants(t, typ) {
+				checkGemmKQuantEdges(t, typ, v)
 			}
 		})
+	}
+}
+
+func checkGemmKQuantEdges(t *testing.T, typ ggml.Type, v kquantGemmVariant) {
+	gemm := v.gemm
+	rng := rand.New(rand.NewPCG(uint64(typ), 43))
+	for _, fill := range []byte{0x00, 0xff, 0x55, 0xaa, 0x0f, 0xf0, 0x80, 0x7f} {
+		for _, h := range []uint16{0x7bff, 0x0001, 0x03ff, 0xfbff, 0x3c00, 0x8000} {
+			for _, q := range []int8{-128, 127, 0} {
+				for _, d := range []float32{1, -1e-3, 1e-30} {
+					w := func(nb int) []byte { return fillKQuant(t, typ, nb, fill, h) }
+					a := func(nb int) []byte { return constQ8K(nb, q, d) }
+					name := fmt.Sprintf("%s fill %#02x fp16 %#04x q %d d %g", v.name, fill, h, q, d)
+					checkGemmKQuant(t, typ, gemm, name, newKQuantTile(t, typ, rng, 2, 5, 6, w, a))
+				}
+			}
+		}
+	}
+	// Fewer values than one block: every output is 0.
+	tc := newKQuantTile(t, typ, rng, 1, 3, 5, func(nb int) []byte { return randomKQuantBytes(t, typ, rng, nb) },
+		func(nb int) []byte { return randomQ8K(rng, nb) })
+	out := make([]float32, 4*tc.outStride+3)
+	for i := range out {
+		out[i] = 1
+	}
+	gemm(qkK-1, tc.w, tc.wStride, 3, tc.a, tc.aStride, 5, out, tc.outStride)
+	for c := 0; c < 5; c++ {
+		for r := 0; r < 3; r++ {
+			if x := out[c*tc.outStride+r]; x != 0 {
+				t.Errorf("%s n < 256: out[c=%d r=%d] = %g, want 0", v.name, c, r, x)
+			}
+		}
 	}
 }
 
@@ -235,7 +253,6 @@ func TestGemmKQuantEdges(t *testing.T) {
 func TestGemmKQuantShort(t *testing.T) {
 	for _, typ := range gemmKQuantTypes {
 		t.Run(typ.String(), func(t *testing.T) {
-			gemm := gemmKQuantAsm(t, typ)
 			const nb, rows, cols = 2, 3, 5
 			n := nb * qkK
 			rb := rowBytes(t, typ, n)
@@ -252,14 +269,16 @@ func TestGemmKQuantShort(t *testing.T) {
 				{"short activations", w, a[:len(a)-1], out},
 				{"short out", w, a, out[:len(out)-1]},
 			} {
-				func() {
-					defer func() {
-						if recover() == nil {
-							t.Errorf("%s: Gemm did not panic", c.name)
-						}
+				for _, v := range gemmKQuantVariants(t, typ) {
+					func() {
+						defer func() {
+							if recover() == nil {
+								t.Errorf("%s %s: Gemm did not panic", v.name, c.name)
+							}
+						}()
+						v.gemm(n, c.w, rb, rows, c.a, ab, cols, c.out, rows)
 					}()
-					gemm(n, c.w, rb, rows, c.a, ab, cols, c.out, rows)
-				}()
+				}
 			}
 		})
 	}
@@ -271,10 +290,10 @@ func TestGemmKQuantShort(t *testing.T) {
 func TestGemmKQuantInstalled(t *testing.T) {
 	for _, typ := range gemmKQuantTypes {
 		t.Run(typ.String(), func(t *testing.T) {
-			gemm := gemmKQuantAsm(t, typ)
+			gemm := gemmKQuantVariants(t, typ)[0].gemm
 			k := mustKernel(t, typ)
 			rng := rand.New(rand.NewPCG(uint64(typ), 44))
-			tc := newGemmTile(t, typ, rng, 8, 16, 8, func(nb int) []byte { return randomRow(t, typ, nb*qkK, rng, 1) },
+			tc := newKQuantTile(t, typ, rng, 8, 16, 8, func(nb int) []byte { return randomRow(t, typ, nb*qkK, rng, 1) },
 				func(nb int) []byte { return randomQ8K(rng, nb) })
 			got := make([]float32, 8*tc.outStride)
 			want := make([]float32, 8*tc.outStride)
@@ -298,21 +317,30 @@ func TestGemmKQuantInstalled(t *testing.T) {
 
 // BenchmarkGemmKQuant compares, in one run, the loop over GoDot, the loop
 // over the installed (SIMD) Dot and the assembly Gemm on tiles of 16
-// weight rows as engine/cpu.MatMul makes them. cols=1 (decode) streams a
-// 64 MiB weight matrix from memory; cols=64 (prefill) reuses a 576 KiB-ish
-// matrix from cache. SetBytes is the weight bytes of one pass, so MB/s is
+// weight rows as engine/cpu.MatMul makes them, n = 2048 values per row
+// unless named. cols=1 (decode) streams a 64 MiB weight matrix from memory,
+// cols=1-cached cycles through 256 rows (in L2: the kernel's compute rate;
+// n=768 is an expert's down projection), cols=64 (prefill) reuses a
+// 512-row matrix from cache. SetBytes is the weight bytes of one pass, so MB/s is
 // weight bandwidth (times cols for activation rows processed).
 func BenchmarkGemmKQuant(b *testing.B) {
-	const n = 2048
 	for _, typ := range gemmKQuantTypes {
 		k := mustKernel(b, typ)
-		rb := rowBytes(b, typ, n)
 		goLoop := *k
 		goLoop.Dot = k.GoDot
 		dotLoop := *k
-		for _, cols := range []int{1, 64} {
-			rows := 512
-			if cols == 1 {
+		for _, shape := range []struct {
+			name          string
+			n, rows, cols int
+		}{
+			{"cols=1", 2048, 0, 1},
+			{"cols=1-cached", 2048, 256, 1},
+			{"cols=1-n768-cached", 768, 256, 1},
+			{"cols=64", 2048, 512, 64},
+		} {
+			n, rows, cols := shape.n, shape.rows, shape.cols
+			rb := rowBytes(b, typ, n)
+			if rows == 0 {
 				rows = (64 << 20) / rb / 16 * 16
 			}
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -329,9 +357,10 @@ func BenchmarkGemmKQuant(b *testing.B) {
 			}{
 				{"godot", goLoop.loopGemm},
 				{"dot", dotLoop.loopGemm},
+				{"gemm-avx2", gemmKQuantVariants(b, typ)[len(gemmKQuantVariants(b, typ))-1].gemm},
 				{"gemm", k.Gemm},
 			} {
-				b.Run(fmt.Sprintf("%s/cols=%d/%s", typ, cols, v.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/%s", typ, shape.name, v.name), func(b *testing.B) {
 					b.SetBytes(int64(rows * rb))
 					for b.Loop() {
 						for r := 0; r < rows; r += 16 {

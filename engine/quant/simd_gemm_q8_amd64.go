@@ -56,6 +56,15 @@ func gemmQ4_0VNNI4x1(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
 //go:noescape
 func gemmQ4_0VNNI4x3(w0, w1, w2, w3, a0, a1, a2 *byte, nb int, res *float32)
 
+// Row kernels: out[r] = (row r at w + r*wStride) · a for r < rows, one
+// weight row after the other (decode: one sequential weight stream).
+
+//go:noescape
+func gemmQ8_0VNNIRx1(w *byte, wStride, rows int, a *byte, nb int, out *float32)
+
+//go:noescape
+func gemmQ4_0VNNIRx1(w *byte, wStride, rows int, a *byte, nb int, out *float32)
+
 //go:noescape
 func gemmQ8_0AVX24x1(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
 
@@ -66,29 +75,31 @@ func gemmQ4_0AVX24x1(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
 type gemmTiles struct {
 	blockSize int // weight block bytes
 	x1        func(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
-	x3        func(w0, w1, w2, w3, a0, a1, a2 *byte, nb int, res *float32) // nil: use x1
+	x3        func(w0, w1, w2, w3, a0, a1, a2 *byte, nb int, res *float32)    // nil: use x1
+	seq       func(w *byte, wStride, rows int, a *byte, nb int, out *float32) // for cols = 1; nil: use x1
 }
 
 func gemmQ8_0VNNI(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q8_0BlockSize, gemmQ8_0VNNI4x1, gemmQ8_0VNNI4x3}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	gemmTiles{q8_0BlockSize, gemmQ8_0VNNI4x1, gemmQ8_0VNNI4x3, gemmQ8_0VNNIRx1}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 func gemmQ4_0VNNI(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q4_0BlockSize, gemmQ4_0VNNI4x1, gemmQ4_0VNNI4x3}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	gemmTiles{q4_0BlockSize, gemmQ4_0VNNI4x1, gemmQ4_0VNNI4x3, gemmQ4_0VNNIRx1}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 func gemmQ8_0AVX2(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q8_0BlockSize, gemmQ8_0AVX24x1, nil}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	gemmTiles{q8_0BlockSize, gemmQ8_0AVX24x1, nil, nil}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 func gemmQ4_0AVX2(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q4_0BlockSize, gemmQ4_0AVX24x1, nil}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	gemmTiles{q4_0BlockSize, gemmQ4_0AVX24x1, nil, nil}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 // run checks that every row, activation row and output of the tile lies in
-// its slice (the assembly reads exactly nb blocks per row), then walks the
-// tile 4 weight rows at a time; a last group of fewer than 4 rows repeats
-// its last row and drops the extra results.
+// its slice (the assembly reads exactly nb blocks per row), then runs the
+// row kernel for a single activation row, or else walks the tile 4 weight
+// rows at a time; a last group of fewer than 4 rows repeats its last row
+// and drops the extra results.
 func (g gemmTiles) run(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 	if rows <= 0 || cols <= 0 {
 		return
@@ -105,6 +116,10 @@ func (g gemmTiles) run(n int, w []byte, wStride, rows int, a []byte, aStride, co
 		for c := 0; c < cols; c++ {
 			clear(out[c*outStride : c*outStride+rows])
 		}
+		return
+	}
+	if cols == 1 && g.seq != nil {
+		g.seq(&w[0], wStride, rows, &a[0], nb, &out[0])
 		return
 	}
 	var res [12]float32

@@ -1,14 +1,15 @@
 //go:build !purego
 
 // Tile kernels of the simd_gemm_q8 group: Q8_0·Q8_0 and Q4_0·Q8_0 for 4
-// weight rows × 1 or 3 activation rows (see simd_gemm_q8_amd64.go). Every
+// weight rows × 1 or 3 activation rows, and (VNNI) row kernels for one
+// activation row (see simd_gemm_q8_amd64.go). Every
 // block's integer sums are exact, for every byte value; each block adds
 // float32(lane partial sum) * (dw*da) to 8-lane float accumulators with
 // FMA, reduced once per output at the end (llama.cpp's order, not GoDot's).
 //
-// Arguments: four weight row pointers (repeated for short tiles), one or
-// three activation row pointers, nb = blocks per row (>= 1), res = the 4×C
-// results, row-major.
+// Tile kernel arguments: four weight row pointers (repeated for short
+// tiles), one or three activation row pointers, nb = blocks per row (>= 1),
+// res = the 4×C results, row-major.
 
 #include "textflag.h"
 
@@ -30,9 +31,16 @@ DATA gq8Shift4<>+16(SB)/8, $0x0004000400040004
 DATA gq8Shift4<>+24(SB)/8, $0x0004000400040004
 GLOBL gq8Shift4<>(SB), RODATA|NOPTR, $32
 
-// Prefetch distance (bytes ahead in each weight row) of the 4×1 kernels,
-// which stream weights from DRAM at decode.
-#define PFD 640
+// NEXTGROUP sets R13 to w3 + (w3-w2): the next 4 rows when the rows are
+// evenly spaced (a weight matrix). The 4×1 kernels (the AVX2 path at
+// decode; prefill leftovers with VNNI) prefetch it into L1 while they work
+// on this group, 3 lines per block step: one sequential stream, which the
+// hardware serves far better than 4 interleaved row streams (measured).
+// Prefetching past a slice is harmless: prefetches never fault.
+#define NEXTGROUP \
+	MOVQ R11, R13; \
+	SUBQ R10, R13; \
+	ADDQ R11, R13
 
 // HSUM stores the sum of the 8 lanes of ACC at off(AX), using X13.
 #define HSUM(ACC, XACC, off) \
@@ -86,6 +94,7 @@ TEXT ·gemmQ8_0VNNI4x1(SB), NOSPLIT, $0-56
 	MOVQ         a0+32(FP), SI
 	MOVQ         nb+40(FP), CX
 	MOVQ         res+48(FP), AX
+	NEXTGROUP
 	VPBROADCASTD gq8x80<>(SB), Y31
 	VXORPS       Y0, Y0, Y0
 	VXORPS       Y1, Y1, Y1
@@ -94,10 +103,9 @@ TEXT ·gemmQ8_0VNNI4x1(SB), NOSPLIT, $0-56
 	XORQ         BX, BX
 
 vq8x1loop:
-	PREFETCHT0 PFD(R8)(BX*1)
-	PREFETCHT0 PFD(R9)(BX*1)
-	PREFETCHT0 PFD(R10)(BX*1)
-	PREFETCHT0 PFD(R11)(BX*1)
+	PREFETCHT0 0(R13)(BX*4)
+	PREFETCHT0 64(R13)(BX*4)
+	PREFETCHT0 128(R13)(BX*4)
 	VQ8COL(SI, Y20, Y23, Y26)
 	VQ8ROW(R8, Y16, Y12)
 	VQ8ROW(R9, Y17, Y13)
@@ -217,6 +225,7 @@ TEXT ·gemmQ4_0VNNI4x1(SB), NOSPLIT, $0-56
 	MOVQ         a0+32(FP), SI
 	MOVQ         nb+40(FP), CX
 	MOVQ         res+48(FP), AX
+	NEXTGROUP
 	VPBROADCASTD gq8x0f<>(SB), Y31
 	VXORPS       Y0, Y0, Y0
 	VXORPS       Y1, Y1, Y1
@@ -226,10 +235,9 @@ TEXT ·gemmQ4_0VNNI4x1(SB), NOSPLIT, $0-56
 	XORQ         R12, R12
 
 vq4x1loop:
-	PREFETCHT0 PFD(R8)(BX*1)
-	PREFETCHT0 PFD(R9)(BX*1)
-	PREFETCHT0 PFD(R10)(BX*1)
-	PREFETCHT0 PFD(R11)(BX*1)
+	PREFETCHT0 0(R13)(BX*4)
+	PREFETCHT0 64(R13)(BX*4)
+	PREFETCHT0 128(R13)(BX*4)
 	VQ4COL(SI, Y20, Y23, Y26)
 	VQ4ROW(R8, Y16, Y12)
 	VQ4ROW(R9, Y17, Y13)
@@ -346,6 +354,7 @@ TEXT ·gemmQ8_0AVX24x1(SB), NOSPLIT, $0-56
 	MOVQ   a0+32(FP), SI
 	MOVQ   nb+40(FP), CX
 	MOVQ   res+48(FP), AX
+	NEXTGROUP
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -353,10 +362,9 @@ TEXT ·gemmQ8_0AVX24x1(SB), NOSPLIT, $0-56
 	XORQ   BX, BX
 
 aq8x1loop:
-	PREFETCHT0   PFD(R8)(BX*1)
-	PREFETCHT0   PFD(R9)(BX*1)
-	PREFETCHT0   PFD(R10)(BX*1)
-	PREFETCHT0   PFD(R11)(BX*1)
+	PREFETCHT0 0(R13)(BX*4)
+	PREFETCHT0 64(R13)(BX*4)
+	PREFETCHT0 128(R13)(BX*4)
 	VPMOVSXBW    2(SI)(BX*1), Y4
 	VPMOVSXBW    18(SI)(BX*1), Y5
 	VPBROADCASTW (SI)(BX*1), Y6
@@ -403,6 +411,7 @@ TEXT ·gemmQ4_0AVX24x1(SB), NOSPLIT, $0-56
 	MOVQ         a0+32(FP), SI
 	MOVQ         nb+40(FP), CX
 	MOVQ         res+48(FP), AX
+	NEXTGROUP
 	VPBROADCASTD gq8OnesW<>(SB), Y10
 	VPBROADCASTD gq8x0f<>(SB), Y11
 	VPBROADCASTD gq8x08<>(SB), Y12
@@ -414,10 +423,9 @@ TEXT ·gemmQ4_0AVX24x1(SB), NOSPLIT, $0-56
 	XORQ         R12, R12
 
 aq4x1loop:
-	PREFETCHT0   PFD(R8)(BX*1)
-	PREFETCHT0   PFD(R9)(BX*1)
-	PREFETCHT0   PFD(R10)(BX*1)
-	PREFETCHT0   PFD(R11)(BX*1)
+	PREFETCHT0 0(R13)(BX*4)
+	PREFETCHT0 64(R13)(BX*4)
+	PREFETCHT0 128(R13)(BX*4)
 	VMOVDQU      2(SI)(R12*1), Y4
 	VPMADDUBSW   Y4, Y12, Y5
 	VPBROADCASTW (SI)(R12*1), Y6
@@ -435,5 +443,146 @@ aq4x1loop:
 	HSUM(Y1, X1, 4)
 	HSUM(Y2, X2, 8)
 	HSUM(Y3, X3, 12)
+	VZEROUPPER
+	RET
+
+// V1BLK adds the products of the Q8_0 weight block at so(R8)(BX) and the
+// activation block at so(SI)(BX) (quants at qo) to ACC, with temporaries
+// T0..T4: Σ w*a = Σ (w^0x80)*a - 128*Σ a. Y31 = bytes 0x80.
+#define V1BLK(so, qo, ACC, T0, T1, T2, T3, T4, X2, X4) \
+	VMOVDQU32    qo(SI)(BX*1), T0; \
+	VPXORD       qo(R8)(BX*1), Y31, T1; \
+	VPXORD       T2, T2, T2; \
+	VPDPBUSD     T0, Y31, T2; \
+	VPXORD       T3, T3, T3; \
+	VPDPBUSD     T0, T1, T3; \
+	VPSUBD       T2, T3, T3; \
+	VCVTDQ2PS    T3, T3; \
+	VPBROADCASTW so(R8)(BX*1), T4; \
+	VCVTPH2PS    X4, T4; \
+	VPBROADCASTW so(SI)(BX*1), T2; \
+	VCVTPH2PS    X2, T2; \
+	VMULPS       T2, T4, T4; \
+	VFMADD231PS  T4, T3, ACC
+
+// SEQPF is how far ahead in the weights the Rx1 kernels prefetch.
+#define SEQPF 2048
+
+// func gemmQ8_0VNNIRx1(w *byte, wStride, rows int, a *byte, nb int, out *float32)
+// out[r] = row r (at w + r*wStride) · a, for r < rows; one row at a time,
+// so the weights are read as one sequential stream: from DRAM (decode)
+// this beats the 4×1 kernel, whose 4 interleaved row streams the hardware
+// prefetchers serve worse (measured), though it does fewer operations.
+TEXT ·gemmQ8_0VNNIRx1(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), R8
+	MOVQ         wStride+8(FP), R9
+	MOVQ         rows+16(FP), DX
+	MOVQ         a+24(FP), SI
+	MOVQ         nb+32(FP), R10
+	MOVQ         out+40(FP), AX
+	VPBROADCASTD gq8x80<>(SB), Y31
+
+v1row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   BX, BX
+	MOVQ   R10, CX
+	SHRQ   $1, CX
+	JZ     v1tail
+
+v1loop:
+	PREFETCHT0 SEQPF(R8)(BX*1)
+	V1BLK(0, 2, Y0, Y16, Y17, Y18, Y19, Y20, X18, X20)
+	V1BLK(34, 36, Y1, Y21, Y22, Y23, Y24, Y25, X23, X25)
+	ADDQ $68, BX
+	DECQ CX
+	JNZ  v1loop
+
+v1tail:
+	TESTQ $1, R10
+	JZ    v1sum
+	V1BLK(0, 2, Y0, Y16, Y17, Y18, Y19, Y20, X18, X20)
+
+v1sum:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         $4, AX
+	ADDQ         R9, R8
+	DECQ         DX
+	JNZ          v1row
+	VZEROUPPER
+	RET
+
+// V4BLK is V1BLK for a Q4_0 weight block at wso(R8)(BX) and a Q8_0
+// activation block at aso(SI)(DX): Σ (q-8)*a = Σ q*a - 8*Σ a.
+// Y31 = bytes 0x0f, Y30 = bytes 0x08.
+#define V4BLK(wso, wqo, aso, aqo, ACC, T0, T1, T2, T3, T4, X2, X4) \
+	VMOVDQU32       aqo(SI)(DX*1), T0; \
+	VBROADCASTI32X4 wqo(R8)(BX*1), T1; \
+	VPSRLVW         gq8Shift4<>(SB), T1, T1; \
+	VPANDD          Y31, T1, T1; \
+	VPXORD          T2, T2, T2; \
+	VPDPBUSD        T0, Y30, T2; \
+	VPXORD          T3, T3, T3; \
+	VPDPBUSD        T0, T1, T3; \
+	VPSUBD          T2, T3, T3; \
+	VCVTDQ2PS       T3, T3; \
+	VPBROADCASTW    wso(R8)(BX*1), T4; \
+	VCVTPH2PS       X4, T4; \
+	VPBROADCASTW    aso(SI)(DX*1), T2; \
+	VCVTPH2PS       X2, T2; \
+	VMULPS          T2, T4, T4; \
+	VFMADD231PS     T4, T3, ACC
+
+// func gemmQ4_0VNNIRx1(w *byte, wStride, rows int, a *byte, nb int, out *float32)
+// gemmQ8_0VNNIRx1 for Q4_0 weights.
+TEXT ·gemmQ4_0VNNIRx1(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), R8
+	MOVQ         wStride+8(FP), R9
+	MOVQ         rows+16(FP), R11
+	MOVQ         a+24(FP), SI
+	MOVQ         nb+32(FP), R10
+	MOVQ         out+40(FP), AX
+	VPBROADCASTD gq8x0f<>(SB), Y31
+	VPBROADCASTD gq8x08<>(SB), Y30
+
+v4row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   BX, BX
+	XORQ   DX, DX
+	MOVQ   R10, CX
+	SHRQ   $1, CX
+	JZ     v4tail
+
+v4loop:
+	PREFETCHT0 SEQPF(R8)(BX*1)
+	V4BLK(0, 2, 0, 2, Y0, Y16, Y17, Y18, Y19, Y20, X18, X20)
+	V4BLK(18, 20, 34, 36, Y1, Y21, Y22, Y23, Y24, Y25, X23, X25)
+	ADDQ $36, BX
+	ADDQ $68, DX
+	DECQ CX
+	JNZ  v4loop
+
+v4tail:
+	TESTQ $1, R10
+	JZ    v4sum
+	V4BLK(0, 2, 0, 2, Y0, Y16, Y17, Y18, Y19, Y20, X18, X20)
+
+v4sum:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         $4, AX
+	ADDQ         R9, R8
+	DECQ         R11
+	JNZ          v4row
 	VZEROUPPER
 	RET

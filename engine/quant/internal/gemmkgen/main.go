@@ -1,12 +1,16 @@
-// Command gemmkgen writes engine/quant's AVX2 tiled matrix products of
-// K-quant weights with Q8_K activations (simd_gemm_kquant_amd64.s).
+// Command gemmkgen writes engine/quant's AVX2 and AVX-512 VNNI tiled
+// matrix products of K-quant weights (Q4_K, Q5_K, Q6_K) with Q8_K
+// activations (simd_gemm_kquant_amd64.s).
 //
-// Each generated function computes one weight row against C activation
-// rows (C = 1..4) over nb super-blocks. The weight block is unpacked once
-// (nibbles, scales) and used for all C columns, whose integer sums are kept
-// in 8-lane int32 registers, converted to float once per block and
-// accumulated with FMA in 8-lane float registers (llama.cpp's order, not
-// the Go kernels'); the lanes are added once at the end.
+// Each generated function computes a run of weight rows, each against C
+// activation rows (C = 1..4 for AVX2, 1..8 for AVX-512) over nb
+// super-blocks. The weight block is unpacked once (nibbles, scales) and
+// used for all C columns, whose integer sums are kept in int32 vector
+// registers, converted to float once per block and accumulated with FMA in
+// float vector registers (llama.cpp's order, not the Go kernels'); the
+// lanes are added once per row at the end. There is no
+// software prefetch: weight rows are read sequentially, and PREFETCHT0
+// a few lines ahead measured no faster than the hardware prefetcher.
 //
 // Usage (from engine/quant, via go generate):
 //
@@ -20,6 +24,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 func main() {
@@ -72,9 +77,12 @@ const (
 )
 
 // col returns the address of byte off of activation column c of the
-// current block: DI points at column 0, R12 holds the column stride and
-// R13 three times it.
+// current block: DI points at column 0, R8 at column 4, R12 holds the
+// column stride and R13 three times it.
 func col(off, c int) string {
+	if c >= 4 {
+		return strings.Replace(col(off, c-4), "(DI)", "(R8)", 1)
+	}
 	switch c {
 	case 0:
 		return fmt.Sprintf("%d(DI)", off)
@@ -111,6 +119,15 @@ func generate() []byte {
 	for c := 1; c <= 4; c++ {
 		g.q6K(c)
 	}
+	for c := 1; c <= 8; c++ {
+		g.k4VNNI(c, false)
+	}
+	for c := 1; c <= 8; c++ {
+		g.k4VNNI(c, true)
+	}
+	for c := 1; c <= 8; c++ {
+		g.q6KVNNI(c)
+	}
 	return g.b.Bytes()
 }
 
@@ -139,45 +156,124 @@ func (g *gen) tables() {
 	}
 	g.p("GLOBL ·gemmK10(SB), RODATA|NOPTR, $32")
 	g.p("")
+	// qword shift counts for the 512-bit kernels: low 256 bits, high 256.
+	for _, c := range []struct {
+		name   string
+		lo, hi int
+	}{{"gemmKCnt04", 0, 4}, {"gemmKCnt43", 4, 3}, {"gemmKCnt42", 4, 2}, {"gemmKCnt02", 0, 2}} {
+		for q := 0; q < 8; q++ {
+			v := c.lo
+			if q >= 4 {
+				v = c.hi
+			}
+			g.p("DATA ·%s+%d(SB)/8, $%d", c.name, 8*q, v)
+		}
+		g.p("GLOBL ·%s(SB), RODATA|NOPTR, $64", c.name)
+	}
+	g.p("")
+	// VPERMW indexes (32 int16 lanes each): gemmKIdxQ4 row j picks int16
+	// scale 2j for lanes 0..15 and 2j+1 for lanes 16..31; gemmKIdxQ6 row g
+	// picks scale 4g + lane/8.
+	idx := func(name string, f func(row, lane int) int) {
+		for row := 0; row < 4; row++ {
+			for q := 0; q < 8; q++ {
+				v := uint64(0)
+				for k := 0; k < 4; k++ {
+					v |= uint64(f(row, 4*q+k)) << (16 * k)
+				}
+				g.p("DATA ·%s+%d(SB)/8, $0x%016x", name, 64*row+8*q, v)
+			}
+		}
+		g.p("GLOBL ·%s(SB), RODATA|NOPTR, $256", name)
+	}
+	bytes16 := func(name string, b [16]byte) {
+		for h := 0; h < 2; h++ {
+			v := uint64(0)
+			for k := 0; k < 8; k++ {
+				v |= uint64(b[8*h+k]) << (8 * k)
+			}
+			g.p("DATA ·%s+%d(SB)/8, $0x%016x", name, 8*h, v)
+		}
+		g.p("GLOBL ·%s(SB), RODATA|NOPTR, $16", name)
+	}
+	// k4Scales: shuffles of the 12 scale bytes and masks.
+	bytes16("gemmKScP", [16]byte{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11})
+	bytes16("gemmKScH", [16]byte{0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7})
+	bytes16("gemmKScM1", [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0})
+	bytes16("gemmKScM2", [16]byte{12: 15, 13: 15, 14: 15, 15: 15})
+	bytes16("gemmKScM3", [16]byte{4: 0x30, 5: 0x30, 6: 0x30, 7: 0x30, 12: 0x30, 13: 0x30, 14: 0x30, 15: 0x30})
+	idx("gemmKIdxQ4", func(j, lane int) int { return 2*j + lane/16 })
+	idx("gemmKIdxQ6", func(gr, lane int) int { return 4*gr + lane/8 })
+	g.p("")
+	g.p("")
 }
 
-// prologue loads the arguments of
+// prologue starts a function of signature
 //
-//	func(x, y *byte, ystride, nb int, out *float32, ostride int)
+//	func(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
 //
-// and clears the float accumulators.
-func (g *gen) prologue(name string, cols int, doc string) {
-	g.p("// func %s(x, y *byte, ystride, nb int, out *float32, ostride int)", name)
+// which computes rows weight rows (xstride bytes apart, nb super-blocks
+// each) against the cols activation rows at y (ystride bytes apart):
+// out[c*ostride+r] for r < rows, c < cols. The caller's constants follow,
+// then rowStart.
+func (g *gen) prologue(name string, doc string) {
+	g.p("// func %s(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)", name)
 	g.p("//")
 	g.p("// %s", doc)
-	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
-	g.p("\tMOVQ x+0(FP), SI")
-	g.p("\tMOVQ y+8(FP), DI")
-	g.p("\tMOVQ ystride+16(FP), R12")
-	g.p("\tMOVQ nb+24(FP), CX")
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	g.p("\tMOVQ ystride+32(FP), R12")
 	g.p("\tLEAQ (R12)(R12*2), R13")
+	g.p("\tMOVQ x+0(FP), SI")
+}
+
+// rowStart begins the loop over weight rows (label row) and the loop over
+// blocks (label block), clearing the float accumulators.
+func (g *gen) rowStart(cols int, zmm bool) {
+	g.p("row:")
+	g.p("\tMOVQ y+24(FP), DI")
+	g.p("\tMOVQ nb+40(FP), CX")
+	if cols > 4 {
+		g.p("\tLEAQ (DI)(R12*4), R8")
+	}
 	for c := 0; c < cols; c++ {
-		g.p("\tVXORPS %s, %s, %s", facc(c), facc(c), facc(c))
+		if zmm {
+			g.p("\tVPXORD %s, %s, %s", zacc(c), zacc(c), zacc(c))
+		} else {
+			g.p("\tVXORPS %s, %s, %s", facc(c), facc(c), facc(c))
+		}
 	}
+	g.p("block:")
 }
 
-// prefetch asks for the weight bytes dist ahead of SI, enough cache lines
-// to cover one block of size bs.
-func (g *gen) prefetch(bs int) {
-	const dist = 768
-	for off := 0; off < bs+63; off += 64 {
-		g.p("\tPREFETCHT0 %d(SI)", dist+off)
+// blockEnd advances to the next block of size bs.
+func (g *gen) blockEnd(bs, cols int) {
+	g.p("\tADDQ $%d, SI", bs)
+	g.p("\tADDQ $%d, DI", q8KSize)
+	if cols > 4 {
+		g.p("\tADDQ $%d, R8", q8KSize)
 	}
+	g.p("\tDECQ CX")
+	g.p("\tJNZ block")
 }
 
-// epilogue adds the lanes of each float accumulator and stores column c's
-// result at out + c*ostride*4.
-func (g *gen) epilogue(cols int) {
-	g.p("\tMOVQ out+32(FP), AX")
-	g.p("\tMOVQ ostride+40(FP), BX")
+// epilogue folds 16-lane accumulators (zmm) to 8 lanes, adds the lanes of
+// each and stores column c's result at out + c*ostride*4, then moves to
+// the next weight row (x += xstride, out += 4) until rows are done.
+func (g *gen) epilogue(cols int, zmm bool) {
+	if zmm {
+		for c := 0; c < cols; c++ {
+			g.p("\tVEXTRACTF64X4 $1, %s, Y8", zacc(c))
+			g.p("\tVADDPS Y8, %s, %s", facc(c), facc(c))
+		}
+	}
+	g.p("\tMOVQ out+48(FP), AX")
+	g.p("\tMOVQ ostride+56(FP), BX")
 	g.p("\tSHLQ $2, BX")
 	g.p("\tLEAQ (BX)(BX*2), DX")
-	dst := []string{"(AX)", "(AX)(BX*1)", "(AX)(BX*2)", "(AX)(DX*1)"}
+	if cols > 4 {
+		g.p("\tLEAQ (AX)(BX*4), R9")
+	}
+	dst := []string{"(AX)", "(AX)(BX*1)", "(AX)(BX*2)", "(AX)(DX*1)", "(R9)", "(R9)(BX*1)", "(R9)(BX*2)", "(R9)(DX*1)"}
 	for c := 0; c < cols; c++ {
 		x := fmt.Sprintf("X%d", c)
 		g.p("\tVEXTRACTF128 $1, %s, X8", facc(c))
@@ -188,44 +284,35 @@ func (g *gen) epilogue(cols int) {
 		g.p("\tVADDSS X8, %s, %s", x, x)
 		g.p("\tVMOVSS %s, %s", x, dst[c])
 	}
+	g.p("\tDECQ rows+16(FP)")
+	g.p("\tJZ done")
+	g.p("\tMOVQ x+0(FP), SI")
+	g.p("\tADDQ xstride+8(FP), SI")
+	g.p("\tMOVQ SI, x+0(FP)")
+	g.p("\tADDQ $4, out+48(FP)")
+	g.p("\tJMP row")
+	g.p("done:")
 	g.p("\tVZEROUPPER")
 	g.p("\tRET")
 	g.p("")
 }
 
 // k4Scales unpacks the 12 scale bytes of a Q4_K/Q5_K block at 4(SI) into
-// X8 as 16 bytes: scales 0..7 then mins 0..7 (llama.cpp's utmp code).
-// Clobbers AX, BX, DX, R8..R11.
+// X8 as 16 bytes: scales 0..7 then mins 0..7 (get_scale_min_k4 for all j
+// at once): bytes j < 4 are q[j]&63 and q[j+4]&63; bytes j >= 4 take the
+// low (scale) or high (min) nibble of q[j+4] and the top 2 bits of q[j-4]
+// or q[j] as bits 4-5. Clobbers X9..X11.
 func (g *gen) k4Scales() {
-	for _, l := range []string{
-		"MOVL 4(SI), AX",
-		"MOVL 8(SI), BX",
-		"MOVL 12(SI), DX",
-		"MOVL DX, R8",
-		"SHRL $4, R8",
-		"ANDL $0x0f0f0f0f, R8",
-		"MOVL BX, R9",
-		"SHRL $2, R9",
-		"ANDL $0x30303030, R9",
-		"ORL  R9, R8",
-		"MOVL BX, R10",
-		"ANDL $0x3f3f3f3f, R10",
-		"MOVL DX, R11",
-		"ANDL $0x0f0f0f0f, R11",
-		"MOVL AX, R9",
-		"SHRL $2, R9",
-		"ANDL $0x30303030, R9",
-		"ORL  R9, R11",
-		"ANDL $0x3f3f3f3f, AX",
-		"SHLQ $32, R11",
-		"ORQ  R11, AX",
-		"SHLQ $32, R8",
-		"ORQ  R8, R10",
-		"VMOVQ AX, X8",
-		"VPINSRQ $1, R10, X8, X8",
-	} {
-		g.p("\t%s", l)
-	}
+	g.p("\tVMOVDQU 4(SI), X8")
+	g.p("\tVPSHUFB ·gemmKScP(SB), X8, X9")
+	g.p("\tVPSHUFB ·gemmKScH(SB), X8, X10")
+	g.p("\tVPSRLW $4, X9, X11")
+	g.p("\tVPAND ·gemmKScM1(SB), X9, X9")
+	g.p("\tVPAND ·gemmKScM2(SB), X11, X11")
+	g.p("\tVPSRLW $2, X10, X10")
+	g.p("\tVPAND ·gemmKScM3(SB), X10, X10")
+	g.p("\tVPOR X11, X9, X9")
+	g.p("\tVPOR X10, X9, X8")
 }
 
 // q4K writes gemmQ4KAVX2C<cols>. Q4_K block (144 bytes): d fp16 at 0,
@@ -244,18 +331,14 @@ func (g *gen) k4(cols int, q5 bool) {
 	// both lanes, Y10/Y11 low/high quants of a chunk, Y12/Y13 their
 	// scales, Y14 temp, Y15 0x0f bytes. Q5_K loads qh into Y13 while
 	// building a chunk's quants (before Y13 takes their scales).
-	g.prologue(name, cols, fmt.Sprintf("Sums per block: Σ_c d*y_d*isum - dmin*y_d*summs, as 8 float lanes (%s).", typ))
+	g.prologue(name, fmt.Sprintf("Sums per block: Σ_c d*y_d*isum - dmin*y_d*summs, as 8 float lanes (%s).", typ))
 	g.p("\tMOVL $0x0f0f0f0f, AX")
 	g.p("\tVMOVD AX, X15")
 	g.p("\tVPBROADCASTD X15, Y15")
-	g.p("%sC%dLoop:", typ, cols)
-	g.prefetch(bs)
+	g.rowStart(cols, false)
 	g.k4Scales()
 	g.p("\tVPMOVZXBW X8, Y9")
 	g.p("\tVPERMQ $0x44, Y9, Y9")
-	for c := 0; c < cols; c++ {
-		g.p("\tVPXOR %s, %s, %s", iacc(c), iacc(c), iacc(c))
-	}
 	for j := 0; j < 4; j++ {
 		g.p("\tVMOVDQU %d(SI), Y10", qs+32*j)
 		g.p("\tVPSRLW $4, Y10, Y11")
@@ -283,8 +366,12 @@ func (g *gen) k4(cols int, q5 bool) {
 		g.p("\tVPSHUFB ·gemmKShufW+%d(SB), Y9, Y13", 64*j+32)
 		for c := 0; c < cols; c++ {
 			g.p("\tVPMADDUBSW %s, Y10, Y14", col(q8KQs+64*j, c))
-			g.p("\tVPMADDWD Y12, Y14, Y14")
-			g.p("\tVPADDD Y14, %s, %s", iacc(c), iacc(c))
+			if j == 0 { // the block's first term starts the sum
+				g.p("\tVPMADDWD Y12, Y14, %s", iacc(c))
+			} else {
+				g.p("\tVPMADDWD Y12, Y14, Y14")
+				g.p("\tVPADDD Y14, %s, %s", iacc(c), iacc(c))
+			}
 			g.p("\tVPMADDUBSW %s, Y11, Y14", col(q8KQs+64*j+32, c))
 			g.p("\tVPMADDWD Y13, Y14, Y14")
 			g.p("\tVPADDD Y14, %s, %s", iacc(c), iacc(c))
@@ -308,11 +395,8 @@ func (g *gen) k4(cols int, q5 bool) {
 		g.p("\tVBROADCASTSS %s, Y14", col(0, c))
 		g.p("\tVFMADD231PS Y14, %s, %s", iacc(c), facc(c))
 	}
-	g.p("\tADDQ $%d, SI", bs)
-	g.p("\tADDQ $%d, DI", q8KSize)
-	g.p("\tDECQ CX")
-	g.p("\tJNZ %sC%dLoop", typ, cols)
-	g.epilogue(cols)
+	g.blockEnd(bs, cols)
+	g.epilogue(cols, false)
 }
 
 // q6K writes gemmQ6KAVX2C<cols>. Q6_K block (210 bytes): ql at 0, qh at
@@ -323,20 +407,24 @@ func (g *gen) q6K(cols int) {
 	name := fmt.Sprintf("gemmQ6KAVX2C%d", cols)
 	// Registers: Y8 even/odd int16 scales, Y9 quants, Y10 their scales,
 	// Y11 qh temp, Y12 0x30 bytes, Y13 temp, Y14 temp, Y15 0x0f bytes.
-	g.prologue(name, cols, "Sums per block: Σ_c d*y_d*isum, as 8 float lanes (Q6_K).")
+	g.prologue(name, "Sums per block: Σ_c d*y_d*isum, as 8 float lanes (Q6_K).")
 	g.p("\tMOVL $0x0f0f0f0f, AX")
 	g.p("\tVMOVD AX, X15")
 	g.p("\tVPBROADCASTD X15, Y15")
 	g.p("\tMOVL $0x30303030, AX")
 	g.p("\tVMOVD AX, X12")
 	g.p("\tVPBROADCASTD X12, Y12")
-	g.p("Q6KC%dLoop:", cols)
-	g.prefetch(210)
+	g.rowStart(cols, false)
 	g.p("\tVMOVDQU 192(SI), X8")
 	g.p("\tVPSHUFB ·gemmKEvenOdd(SB), X8, X8")
 	g.p("\tVPMOVSXBW X8, Y8")
+	// The sums start at -32*Σ sc*bsums.
+	g.p("\tVPMOVSXBW 192(SI), Y13")
+	g.p("\tVPSLLW $5, Y13, Y13")
+	g.p("\tVPXOR Y14, Y14, Y14")
+	g.p("\tVPSUBW Y13, Y14, Y13")
 	for c := 0; c < cols; c++ {
-		g.p("\tVPXOR %s, %s, %s", iacc(c), iacc(c), iacc(c))
+		g.p("\tVPMADDWD %s, Y13, %s", col(q8KBsums, c), iacc(c))
 	}
 	for h := 0; h < 2; h++ {
 		ql1, ql2, qh := 64*h, 64*h+32, 128+32*h
@@ -371,23 +459,163 @@ func (g *gen) q6K(cols int) {
 			}
 		}
 	}
-	g.p("\tVPMOVSXBW 192(SI), Y8")
-	g.p("\tVPSLLW $5, Y8, Y8")
 	g.p("\tMOVWLZX 208(SI), AX")
 	g.p("\tVMOVD AX, X13")
 	g.p("\tVCVTPH2PS X13, X13")
 	g.p("\tVBROADCASTSS X13, Y13")
 	for c := 0; c < cols; c++ {
-		g.p("\tVPMADDWD %s, Y8, Y14", col(q8KBsums, c))
-		g.p("\tVPSUBD Y14, %s, %s", iacc(c), iacc(c))
 		g.p("\tVCVTDQ2PS %s, %s", iacc(c), iacc(c))
 		g.p("\tVBROADCASTSS %s, Y14", col(0, c))
 		g.p("\tVMULPS Y13, Y14, Y14")
 		g.p("\tVFMADD231PS Y14, %s, %s", iacc(c), facc(c))
 	}
-	g.p("\tADDQ $210, SI")
-	g.p("\tADDQ $%d, DI", q8KSize)
-	g.p("\tDECQ CX")
-	g.p("\tJNZ Q6KC%dLoop", cols)
-	g.epilogue(cols)
+	g.blockEnd(210, cols)
+	g.epilogue(cols, false)
+}
+
+// The AVX-512 VNNI kernels use 512-bit registers: one register holds the
+// 64 quants of a Q4_K/Q5_K chunk (low nibbles then high nibbles, matching
+// 64 consecutive activations) or of a Q6_K group, VPMADDUBSW forms int16
+// pair sums and VPDPWSSD multiplies them by the int16 block scales
+// (expanded with VPERMW) and accumulates in int32. Z0..Z7 are the float
+// accumulators, Z24..Z31 the per-block integer sums of columns 0..7.
+
+func zacc(c int) string  { return fmt.Sprintf("Z%d", c) }
+func ziacc(c int) string { return fmt.Sprintf("Z%d", 24+c) }
+
+// k4VNNI writes gemmQ4KVNNIC<cols> (or gemmQ5KVNNIC<cols>).
+func (g *gen) k4VNNI(cols int, q5 bool) {
+	typ, bs, qs := "Q4K", 144, 16
+	if q5 {
+		typ, bs, qs = "Q5K", 176, 48
+	}
+	name := fmt.Sprintf("gemm%sVNNIC%d", typ, cols)
+	// Registers: X8 scale bytes, Z9 int16 scales|mins, Z10 quants, Z11
+	// their scales, Z12 temp, Z13 qh (Q5_K), Z14 shift counts 0|4, Z15
+	// 0x0f bytes, Z16..Z19 VPERMW indexes of chunks 0..3, Z20 counts 4|3
+	// and Z21 0x10 bytes (Q5_K), Z22 temp.
+	g.prologue(name, fmt.Sprintf("AVX-512 VNNI version of gemm%sAVX2C%d.", typ, cols))
+	g.p("\tMOVL $0x0f0f0f0f, AX")
+	g.p("\tVPBROADCASTD AX, Z15")
+	g.p("\tVMOVDQU64 ·gemmKCnt04(SB), Z14")
+	for j := 0; j < 4; j++ {
+		g.p("\tVMOVDQU64 ·gemmKIdxQ4+%d(SB), Z%d", 64*j, 16+j)
+	}
+	if q5 {
+		g.p("\tVMOVDQU64 ·gemmKCnt43(SB), Z20")
+		g.p("\tMOVL $0x10101010, AX")
+		g.p("\tVPBROADCASTD AX, Z21")
+	}
+	g.rowStart(cols, true)
+	g.k4Scales()
+	g.p("\tVPMOVZXBW X8, Y9")
+	if q5 {
+		g.p("\tVBROADCASTI64X4 16(SI), Z13")
+	}
+	for j := 0; j < 4; j++ {
+		g.p("\tVBROADCASTI64X4 %d(SI), Z10", qs+32*j)
+		g.p("\tVPSRLVQ Z14, Z10, Z10")
+		g.p("\tVPANDD Z15, Z10, Z10")
+		if q5 {
+			// bit 2j of qh to bit 4 in the low half, bit 2j+1 in the high.
+			if j > 0 {
+				g.p("\tVPSRLW $%d, Z13, Z22", 2*j)
+				g.p("\tVPSLLVQ Z20, Z22, Z22")
+			} else {
+				g.p("\tVPSLLVQ Z20, Z13, Z22")
+			}
+			g.p("\tVPTERNLOGD $0xf8, Z21, Z22, Z10") // Z10 | (Z22 & Z21)
+		}
+		g.p("\tVPERMW Z9, Z%d, Z11", 16+j)
+		for c := 0; c < cols; c++ {
+			g.p("\tVPMADDUBSW %s, Z10, Z12", col(q8KQs+64*j, c))
+			if j == 0 {
+				g.p("\tVPMADDWD Z11, Z12, %s", ziacc(c))
+			} else {
+				g.p("\tVPDPWSSD Z11, Z12, %s", ziacc(c))
+			}
+		}
+	}
+	g.p("\tVPUNPCKHBW X8, X8, X8")
+	g.p("\tVPMOVZXBW X8, Y8")
+	g.p("\tVMOVD 0(SI), X13")
+	g.p("\tVCVTPH2PS X13, X13")
+	g.p("\tVBROADCASTSS X13, Z10")
+	g.p("\tVMOVSHDUP X13, X13")
+	g.p("\tVBROADCASTSS X13, Z11")
+	for c := 0; c < cols; c++ {
+		g.p("\tVPMADDWD %s, Y8, Y12", col(q8KBsums, c))
+		g.p("\tVCVTDQ2PS Z12, Z12")
+		g.p("\tVCVTDQ2PS %s, %s", ziacc(c), ziacc(c))
+		g.p("\tVMULPS Z10, %s, %s", ziacc(c), ziacc(c))
+		g.p("\tVFNMADD231PS Z11, Z12, %s", ziacc(c))
+		g.p("\tVBROADCASTSS %s, Z12", col(0, c))
+		g.p("\tVFMADD231PS Z12, %s, %s", ziacc(c), zacc(c))
+	}
+	g.blockEnd(bs, cols)
+	g.epilogue(cols, true)
+}
+
+// q6KVNNI writes gemmQ6KVNNIC<cols>: per half block, ql (64 bytes) and qh
+// (32 bytes, in both 256-bit halves) give group 2h (low nibbles, qh bits
+// 0-1 and 2-3) and group 2h+1 (high nibbles, qh bits 4-5 and 6-7); the -32
+// offset is added as VPMADDWD of bsums with -32*scales.
+func (g *gen) q6KVNNI(cols int) {
+	name := fmt.Sprintf("gemmQ6KVNNIC%d", cols)
+	// Registers: Y8 int16 scales, Z9 ql, Z10 qh, Z11 temp, Z12 counts 0|2,
+	// Z13 counts 4|2, Z14 0x30 bytes, Z15 0x0f bytes, Z16..Z19 VPERMW
+	// indexes of groups 0..3, Z20 quants, Z21 their scales, Z22 temp, Y23
+	// -32*scales.
+	g.prologue(name, fmt.Sprintf("AVX-512 VNNI version of gemmQ6KAVX2C%d.", cols))
+	g.p("\tMOVL $0x0f0f0f0f, AX")
+	g.p("\tVPBROADCASTD AX, Z15")
+	g.p("\tMOVL $0x30303030, AX")
+	g.p("\tVPBROADCASTD AX, Z14")
+	g.p("\tVMOVDQU64 ·gemmKCnt42(SB), Z13")
+	g.p("\tVMOVDQU64 ·gemmKCnt02(SB), Z12")
+	for j := 0; j < 4; j++ {
+		g.p("\tVMOVDQU64 ·gemmKIdxQ6+%d(SB), Z%d", 64*j, 16+j)
+	}
+	g.rowStart(cols, true)
+	g.p("\tVPMOVSXBW 192(SI), Y8")
+	// The sums start at -32*Σ sc*bsums (a 256-bit write clears the top).
+	g.p("\tVPSLLW $5, Y8, Y23")
+	g.p("\tVPXORD Z11, Z11, Z11")
+	g.p("\tVPSUBW Y23, Y11, Y23")
+	for c := 0; c < cols; c++ {
+		g.p("\tVPMADDWD %s, Y23, %s", col(q8KBsums, c), fmt.Sprintf("Y%d", 24+c))
+	}
+	for h := 0; h < 2; h++ {
+		g.p("\tVMOVDQU64 %d(SI), Z9", 64*h)
+		g.p("\tVBROADCASTI64X4 %d(SI), Z10", 128+32*h)
+		for part := 0; part < 2; part++ {
+			gr := 2*h + part
+			if part == 0 {
+				g.p("\tVPSLLVQ Z13, Z10, Z11")
+				g.p("\tVPANDD Z15, Z9, Z20")
+			} else {
+				g.p("\tVPSRLVQ Z12, Z10, Z11")
+				g.p("\tVPSRLW $4, Z9, Z20")
+				g.p("\tVPANDD Z15, Z20, Z20")
+			}
+			g.p("\tVPTERNLOGD $0xf8, Z14, Z11, Z20") // Z20 | (Z11 & Z14)
+			g.p("\tVPERMW Z8, Z%d, Z21", 16+gr)
+			for c := 0; c < cols; c++ {
+				g.p("\tVPMADDUBSW %s, Z20, Z22", col(q8KQs+64*gr, c))
+				g.p("\tVPDPWSSD Z21, Z22, %s", ziacc(c))
+			}
+		}
+	}
+	g.p("\tMOVWLZX 208(SI), AX")
+	g.p("\tVMOVD AX, X9")
+	g.p("\tVCVTPH2PS X9, X9")
+	g.p("\tVBROADCASTSS X9, Z9")
+	for c := 0; c < cols; c++ {
+		g.p("\tVCVTDQ2PS %s, %s", ziacc(c), ziacc(c))
+		g.p("\tVBROADCASTSS %s, Z22", col(0, c))
+		g.p("\tVMULPS Z9, Z22, Z22")
+		g.p("\tVFMADD231PS Z22, %s, %s", ziacc(c), zacc(c))
+	}
+	g.blockEnd(210, cols)
+	g.epilogue(cols, true)
 }
