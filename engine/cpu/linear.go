@@ -70,9 +70,21 @@ func (a *Acts) Quantize(p *Pool, t ggml.Type, x []float32, n, cols int) {
 		quant.QuantizeActivations(t, x[:cols], a.Buf)
 		return
 	}
-	p.For(n, func(i int) {
-		quant.QuantizeActivations(t, x[i*cols:(i+1)*cols], a.Buf[i*a.Size:(i+1)*a.Size])
-	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.quant = quantTask{a: a, x: x, cols: cols}
+	p.runLocked(n, &p.quant)
+}
+
+type quantTask struct {
+	a    *Acts
+	x    []float32
+	cols int
+}
+
+func (q *quantTask) Run(_, i int) {
+	a := q.a
+	quant.QuantizeActivations(a.Type, q.x[i*q.cols:(i+1)*q.cols], a.Buf[i*a.Size:(i+1)*a.Size])
 }
 
 // Row returns quantized row i.
@@ -90,10 +102,20 @@ func MatMul(p *Pool, w *Weight, a *Acts, out []float32) {
 	if a.Type != w.k.VecDotType || a.Cols != w.Cols {
 		panic(fmt.Sprintf("cpu.MatMul: activations %s×%d for a %s weight of %d columns", a.Type, a.Cols, w.Type, w.Cols))
 	}
-	tasks := (w.Rows + rowsPerTask - 1) / rowsPerTask
-	p.For(tasks, func(i int) {
-		matRows(w, a, out, i*rowsPerTask, min((i+1)*rowsPerTask, w.Rows))
-	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mat = matTask{w: w, a: a, out: out}
+	p.runLocked((w.Rows+rowsPerTask-1)/rowsPerTask, &p.mat)
+}
+
+type matTask struct {
+	w   *Weight
+	a   *Acts
+	out []float32
+}
+
+func (m *matTask) Run(_, i int) {
+	matRows(m.w, m.a, m.out, i*rowsPerTask, min((i+1)*rowsPerTask, m.w.Rows))
 }
 
 // matRows computes rows [r0, r1) of the product on the calling thread.

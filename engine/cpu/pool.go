@@ -18,12 +18,24 @@ type Pool struct {
 	mu   sync.Mutex // serialises For
 	jobs chan *job
 	wg   sync.WaitGroup // live workers
+	job  job            // the running loop; guarded by mu
+
+	// Reused tasks of the package's own loops; guarded by mu.
+	mat   matTask
+	quant quantTask
+}
+
+// Task is a parallel loop body: Run(w, i) handles item i on thread w (w in
+// [0, Threads())). Passing a pointer to a long-lived Task to Run costs no
+// allocation, unlike a func literal that captures variables.
+type Task interface {
+	Run(w, i int)
 }
 
 type job struct {
 	n    int64
 	next atomic.Int64
-	fn   func(w, i int)
+	task Task
 	done sync.WaitGroup
 }
 
@@ -33,7 +45,7 @@ func (j *job) run(w int) {
 		if i >= j.n {
 			return
 		}
-		j.fn(w, int(i))
+		j.task.Run(w, int(i))
 	}
 }
 
@@ -59,28 +71,44 @@ func NewPool(n int) *Pool {
 // Threads is the number of threads that run a loop.
 func (p *Pool) Threads() int { return p.n }
 
+type funcTask func(w, i int)
+
+func (f funcTask) Run(w, i int) { f(w, i) }
+
 // For calls fn(i) for every i in [0, n), spread over the pool's threads;
 // it returns when all calls have returned. Items are taken in order by
 // whichever thread is free, so fn must not depend on which thread runs it.
 func (p *Pool) For(n int, fn func(i int)) {
-	p.ForW(n, func(_, i int) { fn(i) })
+	p.Run(n, funcTask(func(_, i int) { fn(i) }))
 }
 
 // ForW is For, also passing the index w in [0, Threads()) of the thread
 // running the item, so callers can give each thread its own scratch space.
-func (p *Pool) ForW(n int, fn func(w, i int)) {
+func (p *Pool) ForW(n int, fn func(w, i int)) { p.Run(n, funcTask(fn)) }
+
+// Run calls t.Run(w, i) for every i in [0, n), as ForW does.
+func (p *Pool) Run(n int, t Task) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.runLocked(n, t)
+}
+
+// runLocked is Run with p.mu held.
+func (p *Pool) runLocked(n int, t Task) {
 	if n <= 0 {
 		return
 	}
 	if n == 1 || p.n == 1 {
 		for i := 0; i < n; i++ {
-			fn(0, i)
+			t.Run(0, i)
 		}
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	j := &job{n: int64(n), fn: fn}
+	// Runs are serialised, so one job is reused: every helper has received
+	// it and called Done before Wait returns.
+	j := &p.job
+	j.n, j.task = int64(n), t
+	j.next.Store(0)
 	helpers := min(p.n-1, n-1)
 	j.done.Add(helpers)
 	for w := 0; w < helpers; w++ {
@@ -88,6 +116,7 @@ func (p *Pool) ForW(n int, fn func(w, i int)) {
 	}
 	j.run(0)
 	j.done.Wait()
+	j.task = nil
 }
 
 // Close stops the workers. The pool must not be used afterwards.

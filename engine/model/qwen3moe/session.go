@@ -37,6 +37,7 @@ type Session struct {
 	acts  cpu.Acts
 	acts2 cpu.Acts
 	moe   moeBuf
+	attn  attnTask
 	out   []float32 // logits
 	rows  [][]float32
 }
@@ -198,38 +199,51 @@ func (s *Session) attention(il, nt int) {
 	// without flash attention: Q rounded to F16 for the F16 dot with K, a
 	// softmax in F32, the probabilities rounded to F16 for the F16 dot with
 	// each channel of V.
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	group := hp.Heads / hp.HeadsKV
-	kb, vb := f16Bytes(kcache), f16Bytes(vcache)
-	m.pool.ForW(nt*hp.Heads, func(w, item int) {
-		t, h := item/hp.Heads, item%hp.Heads
-		kvh := h / group
-		npos := s.n + t + 1
-		sc := s.scratch[w][:npos]
-		q16 := s.half[w][:hd]
-		p16 := s.half[w][hd : hd+npos]
-		q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-		for d, v := range q {
-			q16[d] = quant.Float32ToFP16(v)
-		}
-		qb := f16Bytes(q16)
-		for j := 0; j < npos; j++ {
-			off := 2 * (j*s.kvDim + kvh*hd)
-			sc[j] = m.f16.Dot(hd, kb[off:off+2*hd], qb) * scale
-		}
-		cpu.Softmax(sc)
-		for j, p := range sc {
-			p16[j] = quant.Float32ToFP16(p)
-		}
-		pb := f16Bytes(p16)
-		out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-		for d := range out {
-			off := 2 * ((kvh*hd + d) * s.nCtx)
-			out[d] = m.f16.Dot(npos, vb[off:off+2*npos], pb)
-		}
-	})
+	s.attn = attnTask{s: s, kb: f16Bytes(kcache), vb: f16Bytes(vcache),
+		scale: float32(1 / math.Sqrt(float64(hd))), group: hp.Heads / hp.HeadsKV}
+	m.pool.Run(nt*hp.Heads, &s.attn)
 	s.linear(&l.wo, s.att[:nt*qDim], nt, s.proj[:nt*e])
 	cpu.Add(x, s.proj[:nt*e])
+}
+
+// attnTask is one layer's attention, one item per (token, head).
+type attnTask struct {
+	s      *Session
+	kb, vb []byte // the layer's K and V caches
+	scale  float32
+	group  int // query heads per KV head
+}
+
+func (a *attnTask) Run(w, item int) {
+	s := a.s
+	hp := s.m.hp
+	hd, qDim := hp.HeadDim, hp.Heads*hp.HeadDim
+	t, h := item/hp.Heads, item%hp.Heads
+	kvh := h / a.group
+	npos := s.n + t + 1
+	sc := s.scratch[w][:npos]
+	q16 := s.half[w][:hd]
+	p16 := s.half[w][hd : hd+npos]
+	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+	for d, v := range q {
+		q16[d] = quant.Float32ToFP16(v)
+	}
+	qb := f16Bytes(q16)
+	dot := s.m.f16.Dot
+	for j := 0; j < npos; j++ {
+		off := 2 * (j*s.kvDim + kvh*hd)
+		sc[j] = dot(hd, a.kb[off:off+2*hd], qb) * a.scale
+	}
+	cpu.Softmax(sc)
+	for j, p := range sc {
+		p16[j] = quant.Float32ToFP16(p)
+	}
+	pb := f16Bytes(p16)
+	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+	for d := range out {
+		off := 2 * ((kvh*hd + d) * s.nCtx)
+		out[d] = dot(npos, a.vb[off:off+2*npos], pb)
+	}
 }
 
 // moeBuf holds the MoE layer's per-batch buffers.
@@ -248,6 +262,43 @@ type moeBuf struct {
 	weights []model.ExpertWeights
 	mats    expertMats
 	idx     []int
+
+	upTask   moeUpTask
+	downTask moeDownTask
+}
+
+// moeChunk is how many weight rows one MoE pool item covers.
+const moeChunk = 16
+
+// moeUpTask runs the gate and up projections; items are (expert, which,
+// row chunk).
+type moeUpTask struct {
+	b       *moeBuf
+	ff, per int
+}
+
+func (u *moeUpTask) Run(_, i int) {
+	b := u.b
+	a, rest := i/(2*u.per), i%(2*u.per)
+	which, c := rest/u.per, rest%u.per
+	r0, r1 := c*moeChunk, min((c+1)*moeChunk, u.ff)
+	if which == 0 {
+		cpu.MatRows(&b.mats.gate[a], &b.gacts[a], b.gate[a], r0, r1)
+	} else {
+		cpu.MatRows(&b.mats.up[a], &b.gacts[a], b.up[a], r0, r1)
+	}
+}
+
+// moeDownTask runs the down projections; items are (expert, row chunk).
+type moeDownTask struct {
+	b      *moeBuf
+	e, per int
+}
+
+func (d *moeDownTask) Run(_, i int) {
+	b := d.b
+	a, c := i/d.per, i%d.per
+	cpu.MatRows(&b.mats.down[a], &b.hacts[a], b.down[a], c*moeChunk, min((c+1)*moeChunk, d.e))
 }
 
 // topK appends to dst the indices of the k largest values of p, largest
@@ -382,18 +433,9 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		}
 	}
 	// Gate and up projections: items are (expert, row chunk).
-	const chunk = 16
-	per := (ff + chunk - 1) / chunk
-	m.pool.For(na*2*per, func(i int) {
-		a, rest := i/(2*per), i%(2*per)
-		which, c := rest/per, rest%per
-		r0, r1 := c*chunk, min((c+1)*chunk, ff)
-		if which == 0 {
-			cpu.MatRows(&ws.gate[a], &b.gacts[a], b.gate[a], r0, r1)
-		} else {
-			cpu.MatRows(&ws.up[a], &b.gacts[a], b.up[a], r0, r1)
-		}
-	})
+	per := (ff + moeChunk - 1) / moeChunk
+	b.upTask = moeUpTask{b: b, ff: ff, per: per}
+	m.pool.Run(na*2*per, &b.upTask)
 	// SwiGLU, then quantize for the down projection.
 	for a := range b.order {
 		n := b.gacts[a].N
@@ -401,11 +443,9 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		b.hacts[a].Quantize(m.pool, ws.down[a].VecDotType(), b.gate[a][:n*ff], n, ff)
 	}
 	// Down projection, per expert, then scattered to the slots.
-	perD := (e + chunk - 1) / chunk
-	m.pool.For(na*perD, func(i int) {
-		a, c := i/perD, i%perD
-		cpu.MatRows(&ws.down[a], &b.hacts[a], b.down[a], c*chunk, min((c+1)*chunk, e))
-	})
+	perD := (e + moeChunk - 1) / moeChunk
+	b.downTask = moeDownTask{b: b, e: e, per: perD}
+	m.pool.Run(na*perD, &b.downTask)
 	b.y = grow(b.y, nt*nu*e)
 	for a, ex := range b.order {
 		for j, slot := range b.groups[ex] {
