@@ -96,18 +96,18 @@ func item(t *testing.T, u *UI, label string) (label2 string, disabled, checked b
 	return it.Label, it.Disabled, it.Checked
 }
 
+// tap runs a menu item's action, looked up by label (the tray host
+// renumbers items) through Item, which copies it under the UI's lock.
 func tap(t *testing.T, u *UI, label string) {
 	t.Helper()
-	for _, it := range u.Menu().Items { // looked up by label, as the tray host renumbers items
-		if it.Label == label {
-			if it.Disabled {
-				t.Fatalf("%q is disabled", label)
-			}
-			it.Action()
-			return
-		}
+	it, ok := u.Item(label)
+	if !ok {
+		t.Fatalf("no menu item %q", label)
 	}
-	t.Fatalf("no menu item %q", label)
+	if it.Disabled {
+		t.Fatalf("%q is disabled", label)
+	}
+	it.Action()
 }
 
 func TestTrayStartStop(t *testing.T) {
