@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -129,7 +130,7 @@ func (e *Engine) Load(ctx context.Context, path string) error {
 }
 
 func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) {
-	f, err := gguf.Open(path)
+	f, err := openFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +142,6 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
-	}
-	// A model that fits in memory comfortably is read in at load, as
-	// llama.cpp does; a larger one is left to be read as it is used.
-	if ram := sysmem.Total(); ram > 0 && uint64(f.Size) <= ram/2 {
-		if err := f.Populate(ctx); err != nil {
-			return nil, fmt.Errorf("load %s: %w", path, err)
-		}
 	}
 	e.mu.Lock()
 	opts := e.opts
@@ -174,6 +168,17 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 		e.log.Warn("chat requests will fail", "path", path, "err", err)
 	}
 	return &loaded{info: info, file: f, model: m, tok: tok, tmpl: tmpl, sess: sess}, nil
+}
+
+// openFile reads a model that fits in memory comfortably (half of it) into
+// memory; a larger one is mapped and read as it is used.
+func openFile(ctx context.Context, path string) (*gguf.File, error) {
+	if st, err := os.Stat(path); err == nil {
+		if ram := sysmem.Total(); ram > 0 && uint64(st.Size()) <= ram/2 {
+			return gguf.Load(ctx, path)
+		}
+	}
+	return gguf.Open(path)
 }
 
 func (lm *loaded) close() {

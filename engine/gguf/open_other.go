@@ -3,6 +3,7 @@
 package gguf
 
 import (
+	"context"
 	"fmt"
 	"os"
 )
@@ -16,3 +17,6 @@ func Open(path string) (*File, error) {
 	}
 	return Parse(data, path)
 }
+
+// Load is Open on this platform.
+func Load(_ context.Context, path string) (*File, error) { return Open(path) }

@@ -26,7 +26,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync/atomic"
 
 	"github.com/strata-llm/strata/engine/ggml"
 )
@@ -103,7 +102,6 @@ type File struct {
 	tensorIndex map[string]int
 	data        []byte
 	unmap       func([]byte) error
-	touched     atomic.Uint32 // see Populate
 }
 
 // Parse validates data as a GGUF file and returns its description. name is

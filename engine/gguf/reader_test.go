@@ -418,19 +418,32 @@ func TestValueTypes(t *testing.T) {
 	}
 }
 
-func TestPopulateReadsTheMap(t *testing.T) {
+func TestLoadReadsIntoMemory(t *testing.T) {
 	path := filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf")
-	f, err := Open(path)
+	mapped, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if err := f.Populate(context.Background()); err != nil {
+	defer mapped.Close()
+	loaded, err := Load(context.Background(), path)
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer loaded.Close()
+	if len(loaded.Tensors) != len(mapped.Tensors) || loaded.Arch() != mapped.Arch() {
+		t.Fatalf("Load: %d tensors of %q, Open: %d of %q", len(loaded.Tensors), loaded.Arch(), len(mapped.Tensors), mapped.Arch())
+	}
+	for i := range mapped.Tensors {
+		if !bytes.Equal(loaded.Data(&loaded.Tensors[i]), mapped.Data(&mapped.Tensors[i])) {
+			t.Fatalf("tensor %s differs", mapped.Tensors[i].Name)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := f.Populate(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled Populate: %v", err)
+	if _, err := Load(ctx, path); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Load: %v", err)
+	}
+	if _, err := Load(context.Background(), filepath.Join(t.TempDir(), "missing.gguf")); err == nil {
+		t.Fatal("Load of a missing file succeeded")
 	}
 }

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package gguf
-
-func adviseWillNeed([]byte) {}
