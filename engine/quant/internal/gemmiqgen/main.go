@@ -33,48 +33,21 @@
 package main
 
 import (
+	"github.com/strata-llm/strata/engine/quant/internal/genfile"
+
 	"bytes"
 	"flag"
 	"fmt"
 	"log"
 	"math"
-	"os"
-	"path/filepath"
 )
 
 func main() {
 	out := flag.String("out", "simd_gemm_iq_amd64.s", "output file")
 	flag.Parse()
-	if err := write(*out, generate()); err != nil {
+	if err := genfile.Write(*out, generate()); err != nil {
 		log.Fatal(err)
 	}
-}
-
-// write replaces path atomically with data.
-func write(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".gemmiqgen-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 type gen struct {

@@ -9,13 +9,14 @@
 package main
 
 import (
+	"github.com/strata-llm/strata/engine/quant/internal/genfile"
+
 	"bytes"
 	"flag"
 	"fmt"
 	"go/format"
 	"log"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -89,29 +90,7 @@ func run(header, out string) error {
 	if err != nil {
 		return fmt.Errorf("format generated code: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".gentables-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(code); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	return nil
+	return genfile.Write(out, code)
 }
 
 var commentRE = regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
