@@ -172,19 +172,19 @@ var fields = []Field{
 		ptr:  func(s *Settings) any { return &s.Memory.KeepLoadedMinutes }},
 
 	{Key: "api.port", Group: GroupAPI, Label: "Port", Kind: Int, Min: 1024, Max: 65535, Live: true,
-		Help: "The network port local apps connect to.",
+		Help: "The network port local apps connect to; a change applies when Strata next starts.",
 		ptr:  func(s *Settings) any { return &s.API.Port }},
 	{Key: "api.allow_network", Group: GroupAPI, Label: "Allow other devices on the network", Kind: Bool, Live: true,
-		Help: "Lets other computers on your network use Strata with the token; leave off unless you need it.",
+		Help: "Lets other computers on your network use Strata with the token (from the next start); leave off unless you need it.",
 		ptr:  func(s *Settings) any { return &s.API.AllowNetwork }},
 
 	{Key: "advanced.threads", Group: GroupAdvanced, Label: "Threads", Kind: Int, Min: 1, Max: 256, Live: true,
 		Special: map[float64]string{0: "Auto"},
-		Help:    "How many processor cores work on each answer; Auto uses all of them.",
+		Help:    "How many processor cores work on each answer; Auto uses all of them. Applies when the model is next loaded.",
 		ptr:     func(s *Settings) any { return &s.Advanced.Threads }},
 	{Key: "advanced.context_length", Group: GroupAdvanced, Label: "Context length (tokens)", Kind: Int, Min: 256, Max: 1 << 20, Live: true,
 		Special: map[float64]string{0: "Auto"},
-		Help:    "How much text the model keeps in view at once; longer uses more memory. Auto uses the model's own, up to 4096.",
+		Help:    "How much text the model keeps in view at once; longer uses more memory. Auto uses the model's own, up to 4096. Applies when the model is next loaded.",
 		ptr:     func(s *Settings) any { return &s.Advanced.ContextLength }},
 }
 
