@@ -64,6 +64,8 @@ type loaded struct {
 	tmpl  string // chat template source ("" if the file has none)
 	sess  model.Session
 	cache []int32 // tokens held by sess, for prompt-prefix reuse
+
+	resident int64 // bytes of weights read into memory (0 when mapped)
 }
 
 // New returns an Engine with no model loaded.
@@ -130,7 +132,7 @@ func (e *Engine) Load(ctx context.Context, path string) error {
 }
 
 func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) {
-	f, err := openFile(ctx, path)
+	f, inMemory, err := openFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -167,18 +169,24 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if _, err := chat.Which(tmpl, info.Arch, e.log); err != nil {
 		e.log.Warn("chat requests will fail", "path", path, "err", err)
 	}
-	return &loaded{info: info, file: f, model: m, tok: tok, tmpl: tmpl, sess: sess}, nil
+	lm = &loaded{info: info, file: f, model: m, tok: tok, tmpl: tmpl, sess: sess}
+	if inMemory {
+		lm.resident = f.Size
+	}
+	return lm, nil
 }
 
 // openFile reads a model that fits in memory comfortably (half of it) into
-// memory; a larger one is mapped and read as it is used.
-func openFile(ctx context.Context, path string) (*gguf.File, error) {
+// memory, and says so; a larger one is mapped and read as it is used.
+func openFile(ctx context.Context, path string) (*gguf.File, bool, error) {
 	if st, err := os.Stat(path); err == nil {
 		if ram := sysmem.Total(); ram > 0 && uint64(st.Size()) <= ram/2 {
-			return gguf.Load(ctx, path)
+			f, err := gguf.Load(ctx, path)
+			return f, err == nil, err
 		}
 	}
-	return gguf.Open(path)
+	f, err := gguf.Open(path)
+	return f, false, err
 }
 
 func (lm *loaded) close() {
@@ -242,8 +250,9 @@ func (e *Engine) statusLocked() Status {
 	if e.lm != nil {
 		info := e.lm.info
 		s.Model = &info
-		if mb, ok := e.lm.model.(interface{ MemoryBytes() int64 }); ok {
-			s.MemoryBytes = mb.MemoryBytes()
+		s.MemoryBytes = e.lm.resident
+		if mb, ok := e.lm.sess.(interface{ MemoryBytes() int64 }); ok {
+			s.MemoryBytes += mb.MemoryBytes()
 		}
 	}
 	return s

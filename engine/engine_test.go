@@ -151,6 +151,10 @@ func TestLoadOptionsStatusAndUnload(t *testing.T) {
 	if st.State != engine.StateReady || st.Model == nil || !st.Model.Demo {
 		t.Fatalf("status after load: %+v", st)
 	}
+	// The demo is small enough to be read into memory; its KV cache adds more.
+	if st.MemoryBytes <= st.Model.FileBytes {
+		t.Fatalf("memory in use %d, file %d bytes", st.MemoryBytes, st.Model.FileBytes)
+	}
 	deadline := time.After(5 * time.Second)
 	for seen := false; !seen; {
 		select {

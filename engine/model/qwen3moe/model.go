@@ -227,10 +227,6 @@ func (m *Model) NewSession(nCtx int) (model.Session, error) {
 	return s, nil
 }
 
-// MemoryBytes is the KV cache and buffers of sessions are not counted;
-// weights are mapped, not held.
-func (m *Model) MemoryBytes() int64 { return 0 }
-
 // fileExperts serves expert weights straight from the GGUF mmap.
 type fileExperts struct {
 	gate, up, down []tensorView

@@ -42,6 +42,19 @@ type Session struct {
 	rows  [][]float32
 }
 
+// MemoryBytes is what the session holds: its F16 KV cache and the
+// batch buffers grown so far.
+func (s *Session) MemoryBytes() int64 {
+	var n int64
+	for i := range s.k {
+		n += 2 * int64(len(s.k[i])+len(s.v[i]))
+	}
+	for _, b := range [][]float32{s.x, s.xn, s.q, s.kc, s.vc, s.att, s.proj, s.rope, s.out} {
+		n += 4 * int64(cap(b))
+	}
+	return n
+}
+
 // Len implements model.Session.
 func (s *Session) Len() int { return s.n }
 
