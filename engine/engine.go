@@ -65,7 +65,16 @@ type loaded struct {
 	sess  model.Session
 	cache []int32 // tokens held by sess, for prompt-prefix reuse
 
-	resident int64 // bytes of weights read into memory (0 when mapped)
+	resident  int64 // bytes of weights read into memory (0 when mapped)
+	sessBytes int64 // the session's KV cache and buffers; guarded by Engine.mu
+}
+
+// sessionBytes asks the session what it holds; only while it is not in use.
+func (lm *loaded) sessionBytes() int64 {
+	if mb, ok := lm.sess.(interface{ MemoryBytes() int64 }); ok {
+		return mb.MemoryBytes()
+	}
+	return 0
 }
 
 // New returns an Engine with no model loaded.
@@ -173,6 +182,7 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if inMemory {
 		lm.resident = f.Size
 	}
+	lm.sessBytes = lm.sessionBytes()
 	return lm, nil
 }
 
@@ -250,10 +260,7 @@ func (e *Engine) statusLocked() Status {
 	if e.lm != nil {
 		info := e.lm.info
 		s.Model = &info
-		s.MemoryBytes = e.lm.resident
-		if mb, ok := e.lm.sess.(interface{ MemoryBytes() int64 }); ok {
-			s.MemoryBytes += mb.MemoryBytes()
-		}
+		s.MemoryBytes = e.lm.resident + e.lm.sessBytes
 	}
 	return s
 }
@@ -323,8 +330,10 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	e.mu.Unlock()
 
 	st, err := e.generate(ctx, lm, req, emit)
+	sessBytes := lm.sessionBytes() // the turn is still held: nothing else uses the session
 
 	e.mu.Lock()
+	lm.sessBytes = sessBytes
 	if st.FinishReason != "" {
 		s := st
 		e.last = &s
