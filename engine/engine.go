@@ -105,6 +105,22 @@ func (e *Engine) acquire(ctx context.Context) error {
 
 func (e *Engine) release() { <-e.turn }
 
+// acquireModel waits for the engine's turn and returns the loaded model;
+// on success the caller must release the turn.
+func (e *Engine) acquireModel(ctx context.Context) (*loaded, error) {
+	if err := e.acquire(ctx); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	lm := e.lm
+	e.mu.Unlock()
+	if lm == nil {
+		e.release()
+		return nil, ErrNoModel
+	}
+	return lm, nil
+}
+
 // Load opens the GGUF model at path, replacing any loaded model. It waits
 // for a running generation to finish. On failure no model is loaded and
 // Status reports the error.

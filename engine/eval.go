@@ -19,16 +19,11 @@ type TokenProb struct {
 // returns, for every position i, the topK most likely next tokens after
 // tokens[0..i] (softmax of the raw logits, no sampling filters).
 func (e *Engine) Eval(ctx context.Context, tokens []int32, topK int) ([][]TokenProb, error) {
-	if err := e.acquire(ctx); err != nil {
+	lm, err := e.acquireModel(ctx)
+	if err != nil {
 		return nil, err
 	}
 	defer e.release()
-	e.mu.Lock()
-	lm := e.lm
-	e.mu.Unlock()
-	if lm == nil {
-		return nil, ErrNoModel
-	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("eval: no tokens")
 	}
@@ -94,16 +89,11 @@ type BenchResult struct {
 // gen single-token decode steps (greedy), from an empty context, as
 // llama-bench's pp and tg tests do.
 func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) (BenchResult, error) {
-	if err := e.acquire(ctx); err != nil {
+	lm, err := e.acquireModel(ctx)
+	if err != nil {
 		return BenchResult{}, err
 	}
 	defer e.release()
-	e.mu.Lock()
-	lm := e.lm
-	e.mu.Unlock()
-	if lm == nil {
-		return BenchResult{}, ErrNoModel
-	}
 	if promptTokens < 1 || gen < 0 || promptTokens+gen > lm.sess.Cap() {
 		return BenchResult{}, fmt.Errorf("bench: %d prompt + %d generated tokens do not fit the context of %d", promptTokens, gen, lm.sess.Cap())
 	}

@@ -17,12 +17,7 @@ func TestPoolCoversEveryItemOnce(t *testing.T) {
 		for _, n := range []int{0, 1, 3, 100, 1000} {
 			hits := make([]atomic.Int32, n)
 			var badW atomic.Bool
-			p.ForW(n, func(w, i int) {
-				if w < 0 || w >= threads {
-					badW.Store(true)
-				}
-				hits[i].Add(1)
-			})
+			p.Run(n, &countTask{hits: hits, threads: threads, badW: &badW})
 			for i := range hits {
 				if h := hits[i].Load(); h != 1 {
 					t.Fatalf("threads %d n %d: item %d ran %d times", threads, n, i, h)
@@ -132,4 +127,18 @@ func TestMatMulMatchesDequantized(t *testing.T) {
 	if _, err := cpu.NewWeight(ggml.Q8_0, make([]byte, 10), 2, 32); err == nil {
 		t.Error("NewWeight accepted a short buffer")
 	}
+}
+
+// countTask counts how often each item runs and checks the thread index.
+type countTask struct {
+	hits    []atomic.Int32
+	threads int
+	badW    *atomic.Bool
+}
+
+func (c *countTask) Run(w, i int) {
+	if w < 0 || w >= c.threads {
+		c.badW.Store(true)
+	}
+	c.hits[i].Add(1)
 }

@@ -41,9 +41,6 @@ func (w *Weight) VecDotType() ggml.Type { return w.k.VecDotType }
 // Row returns the bytes of row r.
 func (w *Weight) Row(r int) []byte { return w.Data[r*w.RowBytes : (r+1)*w.RowBytes] }
 
-// Dot returns row · act for a row of w and an activation row in VecDotType.
-func (w *Weight) Dot(row, act []byte) float32 { return w.k.Dot(w.Cols, row, act) }
-
 // DequantizeRow expands row r into dst (len Cols).
 func (w *Weight) DequantizeRow(r int, dst []float32) { w.k.Dequantize(w.Row(r), dst[:w.Cols]) }
 
@@ -115,15 +112,12 @@ type matTask struct {
 }
 
 func (m *matTask) Run(_, i int) {
-	matRows(m.w, m.a, m.out, i*rowsPerTask, min((i+1)*rowsPerTask, m.w.Rows))
+	MatRows(m.w, m.a, m.out, i*rowsPerTask, min((i+1)*rowsPerTask, m.w.Rows))
 }
 
-// matRows computes rows [r0, r1) of the product on the calling thread.
-func matRows(w *Weight, a *Acts, out []float32, r0, r1 int) {
+// MatRows computes rows [r0, r1) of w times every row of a on the calling
+// thread, into out with a row stride of w.Rows (for callers that schedule
+// their own work, like the MoE experts).
+func MatRows(w *Weight, a *Acts, out []float32, r0, r1 int) {
 	w.k.Gemm(w.Cols, w.Data[r0*w.RowBytes:r1*w.RowBytes], w.RowBytes, r1-r0, a.Buf, a.Size, a.N, out[r0:], w.Rows)
 }
-
-// MatRows is matRows for callers that schedule their own work (MoE
-// experts): rows [r0, r1) of w times every row of a, into out with a row
-// stride of w.Rows.
-func MatRows(w *Weight, a *Acts, out []float32, r0, r1 int) { matRows(w, a, out, r0, r1) }

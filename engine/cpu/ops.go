@@ -20,19 +20,6 @@ func RMSNorm(out, x, w []float32, eps float32) {
 	}
 }
 
-// RMSNormNoWeight scales x in place by 1/sqrt(mean(x²)+eps).
-func RMSNormNoWeight(x []float32, eps float32) {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v * v)
-	}
-	mean := float32(sum / float64(len(x)))
-	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-	for i := range x {
-		x[i] *= scale
-	}
-}
-
 // Softmax replaces x by its softmax (max subtracted, sum in float64, as
 // ggml_soft_max).
 func Softmax(x []float32) {

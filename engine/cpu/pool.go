@@ -10,12 +10,12 @@ import (
 )
 
 // Pool is a fixed set of worker goroutines that run parallel loops. Idle
-// workers block on a channel; they never spin. The caller of For takes
+// workers block on a channel; they never spin. The caller of Run takes
 // part in the work, so a Pool of n threads starts n-1 goroutines.
-// A Pool is safe for concurrent use, but For calls are serialised.
+// A Pool is safe for concurrent use, but Run calls are serialised.
 type Pool struct {
 	n    int
-	mu   sync.Mutex // serialises For
+	mu   sync.Mutex // serialises Run
 	jobs chan *job
 	wg   sync.WaitGroup // live workers
 	job  job            // the running loop; guarded by mu
@@ -71,22 +71,10 @@ func NewPool(n int) *Pool {
 // Threads is the number of threads that run a loop.
 func (p *Pool) Threads() int { return p.n }
 
-type funcTask func(w, i int)
-
-func (f funcTask) Run(w, i int) { f(w, i) }
-
-// For calls fn(i) for every i in [0, n), spread over the pool's threads;
-// it returns when all calls have returned. Items are taken in order by
-// whichever thread is free, so fn must not depend on which thread runs it.
-func (p *Pool) For(n int, fn func(i int)) {
-	p.Run(n, funcTask(func(_, i int) { fn(i) }))
-}
-
-// ForW is For, also passing the index w in [0, Threads()) of the thread
-// running the item, so callers can give each thread its own scratch space.
-func (p *Pool) ForW(n int, fn func(w, i int)) { p.Run(n, funcTask(fn)) }
-
-// Run calls t.Run(w, i) for every i in [0, n), as ForW does.
+// Run calls t.Run(w, i) for every i in [0, n), spread over the pool's
+// threads, and returns when all calls have returned. Items are taken in
+// order by whichever thread is free, so results must not depend on which
+// thread ran an item; w lets each thread use its own scratch space.
 func (p *Pool) Run(n int, t Task) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
