@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/strata-llm/strata/engine/ggml"
 )
 
 // Main runs the `strata dev synth` command: it writes a synthetic model
@@ -18,7 +16,7 @@ func Main(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(stdout)
 	var (
 		arch  = fs.String("arch", ArchQwen3MoE, "architecture: qwen3moe, qwen3next or qwen4exp")
-		qt    = fs.String("quant", "Q8_0", "type of the weight matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ4_XS)")
+		qt    = fs.String("quant", "Q8_0", "type of the weight matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ4_XS), or the mixture Q4_K_M as llama-quantize makes it")
 		out   = fs.String("out", "", "output GGUF file (required)")
 		seed  = fs.Uint64("seed", 1, "random seed; the same flags and seed give the same bytes")
 		scale = fs.Float64("scale", 1, "standard deviation of the logits: larger gives more peaked next-token distributions (8 and up: mostly decisive)")
@@ -47,11 +45,11 @@ func Main(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("synth: --out is required")
 	}
 	cfg := Defaults(*arch)
-	t, err := ggml.ParseType(*qt)
+	t, mix, err := ParseQuant(*qt)
 	if err != nil {
 		return fmt.Errorf("synth: --quant: %w", err)
 	}
-	cfg.Type = t
+	cfg.Type, cfg.Mix = t, mix
 	cfg.Seed = *seed
 	cfg.WeightScale = float32(*scale)
 	cfg.RouterSkew = *skew

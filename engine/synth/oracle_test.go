@@ -44,6 +44,9 @@ func TestOracleLoads(t *testing.T) {
 	extra("flat", func(c *synth.Config) { c.WeightScale = 0.1 })
 	extra("peaked", func(c *synth.Config) { c.WeightScale = 24 })
 	models = append(models, model{synth.ArchQwen3Next, ggml.Q4_K, filepath.Join(dir, "mtp.gguf"), func(c *synth.Config) { c.MTP = 1 }})
+	for _, arch := range synth.Archs {
+		models = append(models, model{arch, ggml.Q4_K, filepath.Join(dir, arch+"-Q4_K_M.gguf"), func(c *synth.Config) { c.Mix = "Q4_K_M" }})
+	}
 	errs := make([]error, len(models))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)

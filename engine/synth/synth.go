@@ -64,6 +64,7 @@ var chatTemplate string
 type Config struct {
 	Arch string    // qwen3moe, qwen3next or qwen4exp
 	Type ggml.Type // type of the weight matrices
+	Mix  string    // "" or a llama-quantize mixture of Mixes on top of Type
 
 	Layers  int // blocks (not counting MTP blocks)
 	Embd    int // hidden size
@@ -166,6 +167,11 @@ func (c *Config) Validate() error {
 	}
 	if !quant.Supported(c.Type) {
 		return bad("weight type %s is not supported", c.Type)
+	}
+	if c.Mix != "" {
+		if base, ok := mixBase(c.Mix); !ok || base != c.Type {
+			return bad("mixture %q on %s: want one of %v on its base type", c.Mix, c.Type, Mixes)
+		}
 	}
 	dims := []struct {
 		name string
@@ -278,7 +284,9 @@ func NewWriter(ctx context.Context, cfg Config) (*gguf.Writer, error) {
 	}
 	w := gguf.NewWriter()
 	writeMetadata(w, &cfg, voc)
-	for _, t := range plan(&cfg) {
+	ts := plan(&cfg)
+	applyMix(&cfg, ts)
+	for _, t := range ts {
 		w.AddTensor(t.name, t.typ, t.dims, t.data(ctx, &cfg))
 	}
 	if err := w.Err(); err != nil {
@@ -289,7 +297,10 @@ func NewWriter(ctx context.Context, cfg Config) (*gguf.Writer, error) {
 
 // fileType is llama.cpp's general.file_type (llama_ftype) for a model whose
 // matrices are all of type t.
-func fileType(t ggml.Type) uint32 {
+func fileType(t ggml.Type, mix string) uint32 {
+	if mix == "Q4_K_M" {
+		return 15
+	}
 	switch t {
 	case ggml.F32:
 		return 0
@@ -327,7 +338,11 @@ func writeMetadata(w *gguf.Writer, c *Config, v *Vocab) {
 	a := c.Arch + "."
 	u := func(k string, x int) { w.AddUint32(a+k, uint32(x)) }
 	w.AddString("general.architecture", c.Arch)
-	w.AddString("general.name", fmt.Sprintf("synthetic-%s-%s", c.Arch, c.Type))
+	name := c.Type.String()
+	if c.Mix != "" {
+		name = c.Mix
+	}
+	w.AddString("general.name", fmt.Sprintf("synthetic-%s-%s", c.Arch, name))
 	u("context_length", c.CtxLen)
 	u("embedding_length", c.Embd)
 	u("block_count", c.Layers+c.MTP)
@@ -408,5 +423,5 @@ func writeMetadata(w *gguf.Writer, c *Config, v *Vocab) {
 	w.AddBool("tokenizer.ggml.add_bos_token", false)
 	w.AddString("tokenizer.chat_template", chatTemplate)
 	w.AddUint32("general.quantization_version", 2)
-	w.AddUint32("general.file_type", fileType(c.Type))
+	w.AddUint32("general.file_type", fileType(c.Type, c.Mix))
 }

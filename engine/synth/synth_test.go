@@ -371,3 +371,52 @@ func TestVocab(t *testing.T) {
 		t.Errorf("Decode = %q", got)
 	}
 }
+
+// TestMixQ4KM checks the Q4_K_M mixture against llama-quantize's rules
+// (src/llama-quant.cpp, llama_tensor_get_type) for an 8-layer qwen3moe:
+// the more-bits layers are 0, 3, 6 and 7.
+func TestMixQ4KM(t *testing.T) {
+	typ, mix, err := synth.ParseQuant("q4_k_m")
+	if err != nil || typ != ggml.Q4_K || mix != "Q4_K_M" {
+		t.Fatalf("ParseQuant(q4_k_m) = %v, %q, %v", typ, mix, err)
+	}
+	if _, _, err := synth.ParseQuant("Q4_K_X"); err == nil {
+		t.Error("ParseQuant(Q4_K_X): no error")
+	}
+	cfg := synth.Defaults(synth.ArchQwen3MoE)
+	cfg.Layers = 8
+	cfg.Type, cfg.Mix = typ, mix
+	f := open(t, write(t, cfg))
+	more := map[int]bool{0: true, 3: true, 6: true, 7: true}
+	got := map[string]ggml.Type{}
+	for _, ti := range f.Tensors {
+		got[ti.Name] = ti.Type
+	}
+	want := map[string]ggml.Type{"output.weight": ggml.Q6_K, "token_embd.weight": ggml.Q4_K}
+	for il := 0; il < 8; il++ {
+		hi := ggml.Q4_K
+		if more[il] {
+			hi = ggml.Q6_K
+		}
+		p := fmt.Sprintf("blk.%d.", il)
+		for name, typ := range map[string]ggml.Type{
+			"attn_q.weight": ggml.Q4_K, "attn_k.weight": ggml.Q4_K, "attn_v.weight": hi, "attn_output.weight": ggml.Q4_K,
+			"ffn_gate_exps.weight": ggml.Q4_K, "ffn_up_exps.weight": ggml.Q4_K, "ffn_down_exps.weight": hi,
+			"ffn_gate_inp.weight": ggml.F32, "attn_norm.weight": ggml.F32,
+		} {
+			want[p+name] = typ
+		}
+	}
+	for name, w := range want {
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("%s: %v (present %v), want %v", name, g, ok, w)
+		}
+	}
+	if ft, _ := f.Uint("general.file_type"); ft != 15 {
+		t.Errorf("general.file_type = %d, want 15 (MOSTLY_Q4_K_M)", ft)
+	}
+	cfg.Type = ggml.Q8_0
+	if err := cfg.Validate(); err == nil {
+		t.Error("Q4_K_M on Q8_0 validated")
+	}
+}
