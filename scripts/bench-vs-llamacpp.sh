@@ -11,7 +11,18 @@
 #   e.g. scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K IQ2_XS" "1 2" 512 64 3
 #
 # node-llama-cpp busy-waits between ops (its poll setting is not exposed),
-# which on a 2-core machine cuts its 2-thread figures: compare at 1 thread.
+# which on a 2-core machine cuts its 2-thread figures. The fair anchor is
+# llama.cpp's own llama-bench with spin-wait off: set LLAMA_BENCH to a
+# llama-bench binary and it runs too (--poll 0, weights read into memory
+# with --load-mode none as strata does, flash attention off, decode at the
+# prompt's depth), and its ratios are printed. A llama-bench of the same
+# llama.cpp as the oracle builds from node-llama-cpp's source bundle
+# (cmake and a C++ compiler from Debian; GGML_OPENMP=OFF, or --poll is
+# ignored and OpenMP's threads wait their own way):
+#   git clone tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp
+#   cmake -S /tmp/llama.cpp -B /tmp/llama.cpp/build -DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF
+#   cmake --build /tmp/llama.cpp/build -j --target llama-bench
+#   LLAMA_BENCH=/tmp/llama.cpp/build/bin/llama-bench scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K_M IQ2_XS" "1 2"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quants=${1:-"Q8_0 Q4_K"}
@@ -25,7 +36,9 @@ go build -o "$dir/strata" .
 [ -d tools/oracle/node_modules ] || (cd tools/oracle && npm ci --ignore-scripts --no-audit --no-fund)
 strata() { "$dir/strata" "$@" 2> >(grep -v -e 'Fyne error' -e 'Cause:' -e 'At:' >&2); }
 
-printf '%-8s %-3s %12s %12s %7s %12s %12s %7s %9s\n' quant thr "pp ours" "pp llama" ratio "tg ours" "tg llama" ratio "GB/s"
+lbench=${LLAMA_BENCH:-}
+printf '%-8s %-3s | %8s %8s %8s %6s %6s | %8s %8s %8s %6s %6s | %6s\n' quant thr \
+	"pp ours" "pp node" "pp lb" "/node" "/lb" "tg ours" "tg node" "tg lb" "/node" "/lb" "GB/s"
 for q in $quants; do
 	model="$dir/a3b-$q.gguf"
 	if [ ! -f "$model" ]; then
@@ -42,13 +55,25 @@ print(r["tensor_bytes"]-r["expert_bytes"]-emb+r["expert_bytes"]*8//128)')
 	for t in $threads; do
 		ours=$(strata bench --model "$model" --threads "$t" --prompt-tokens "$pp" --gen "$tg" --reps "$reps" --json)
 		theirs=$(node tools/oracle/bench.mjs "$model" "$t" "$pp" "$tg" "$reps")
-		python3 - "$q" "$t" "$active" "$ours" "$theirs" <<'PY'
+		lb="[]"
+		if [ -n "$lbench" ]; then
+			lb=$("$lbench" -m "$model" -t "$t" --poll 0 --load-mode none -fa off -r "$reps" -o json \
+				-p "$pp" -n 0 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')
+			lb2=$("$lbench" -m "$model" -t "$t" --poll 0 --load-mode none -fa off -r "$reps" -o json \
+				-p 0 -n "$tg" -d "$pp" 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')
+			lb=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])+json.loads(sys.argv[2])))' "$lb" "$lb2")
+		fi
+		python3 - "$q" "$t" "$active" "$ours" "$theirs" "$lb" <<'PY'
 import json,sys
 q,t,active=sys.argv[1],sys.argv[2],int(sys.argv[3])
-o,l=json.loads(sys.argv[4]),json.loads(sys.argv[5])
+o,l,lb=json.loads(sys.argv[4]),json.loads(sys.argv[5]),json.loads(sys.argv[6])
 po,pl=o["prefill_tokens_per_second"],l["prefill_tokens_per_second"]
 do,dl=o["decode_tokens_per_second"],l["decode_tokens_per_second"]
-print(f"{q:<8} {t:<3} {po:12.1f} {pl:12.1f} {po/pl:7.2f} {do:12.1f} {dl:12.1f} {do/dl:7.2f} {active*do/1e9:9.2f}")
+pb=next((r["avg_ts"] for r in lb if r["n_prompt"]>0), None)
+db=next((r["avg_ts"] for r in lb if r["n_gen"]>0), None)
+f=lambda x: f"{x:8.1f}" if x else f"{'-':>8}"
+r=lambda a,b: f"{a/b:6.2f}" if b else f"{'-':>6}"
+print(f"{q:<8} {t:<3} | {po:8.1f} {pl:8.1f} {f(pb)} {r(po,pl)} {r(po,pb)} | {do:8.1f} {dl:8.1f} {f(db)} {r(do,dl)} {r(do,db)} | {active*do/1e9:6.2f}")
 PY
 	done
 done

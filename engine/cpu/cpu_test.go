@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/ggml"
@@ -30,6 +31,58 @@ func TestPoolCoversEveryItemOnce(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestPoolParksAndWakes runs loops while the workers spin, after they have
+// parked, and closes the pool in both states.
+func TestPoolParksAndWakes(t *testing.T) {
+	for _, parkBeforeClose := range []bool{false, true} {
+		p := cpu.NewPool(3)
+		for round := 0; round < 6; round++ {
+			if round%2 == 1 {
+				time.Sleep(2 * cpu.SpinTime) // let the workers park
+			}
+			n := 50 + round
+			hits := make([]atomic.Int32, n)
+			var badW atomic.Bool
+			p.Run(n, &countTask{hits: hits, threads: 3, badW: &badW})
+			for i := range hits {
+				if h := hits[i].Load(); h != 1 {
+					t.Fatalf("round %d: item %d ran %d times", round, i, h)
+				}
+			}
+		}
+		if parkBeforeClose {
+			time.Sleep(2 * cpu.SpinTime)
+		}
+		done := make(chan struct{})
+		go func() { p.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not return")
+		}
+	}
+}
+
+// TestPoolSharesWork checks that a loop of slow items is spread over the
+// threads (a worker that never woke would leave all to the caller).
+func TestPoolSharesWork(t *testing.T) {
+	p := cpu.NewPool(2)
+	defer p.Close()
+	time.Sleep(2 * cpu.SpinTime)
+	var byThread [2]atomic.Int32
+	p.Run(20, taskFunc(func(w, i int) {
+		byThread[w].Add(1)
+		time.Sleep(2 * time.Millisecond)
+	}))
+	if byThread[1].Load() == 0 {
+		t.Errorf("the worker ran none of 20 items of 2 ms (caller ran %d)", byThread[0].Load())
+	}
+}
+
+type taskFunc func(w, i int)
+
+func (f taskFunc) Run(w, i int) { f(w, i) }
 
 func TestRMSNormAndSoftmax(t *testing.T) {
 	x := []float32{1, -2, 3, -4}

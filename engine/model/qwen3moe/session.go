@@ -280,21 +280,27 @@ type moeBuf struct {
 	downTask moeDownTask
 }
 
-// moeChunk is how many weight rows one MoE pool item covers.
-const moeChunk = 16
+// expertChunks cuts each of m matrices of rows rows into contiguous
+// pieces so that the pool gets about cpu.ItemsPerThread items per thread
+// in all; it returns the pieces per matrix and their length in rows.
+func expertChunks(rows, m, threads int) (per, chunk int) {
+	want := (cpu.ItemsPerThread*threads + m - 1) / m
+	chunk = cpu.RowsPerItem(rows, want)
+	return (rows + chunk - 1) / chunk, chunk
+}
 
 // moeUpTask runs the gate and up projections; items are (expert, which,
 // row chunk).
 type moeUpTask struct {
-	b       *moeBuf
-	ff, per int
+	b              *moeBuf
+	ff, per, chunk int
 }
 
 func (u *moeUpTask) Run(_, i int) {
 	b := u.b
 	a, rest := i/(2*u.per), i%(2*u.per)
 	which, c := rest/u.per, rest%u.per
-	r0, r1 := c*moeChunk, min((c+1)*moeChunk, u.ff)
+	r0, r1 := c*u.chunk, min((c+1)*u.chunk, u.ff)
 	if which == 0 {
 		cpu.MatRows(&b.mats.gate[a], &b.gacts[a], b.gate[a], r0, r1)
 	} else {
@@ -304,14 +310,14 @@ func (u *moeUpTask) Run(_, i int) {
 
 // moeDownTask runs the down projections; items are (expert, row chunk).
 type moeDownTask struct {
-	b      *moeBuf
-	e, per int
+	b             *moeBuf
+	e, per, chunk int
 }
 
 func (d *moeDownTask) Run(_, i int) {
 	b := d.b
 	a, c := i/d.per, i%d.per
-	cpu.MatRows(&b.mats.down[a], &b.hacts[a], b.down[a], c*moeChunk, min((c+1)*moeChunk, d.e))
+	cpu.MatRows(&b.mats.down[a], &b.hacts[a], b.down[a], c*d.chunk, min((c+1)*d.chunk, d.e))
 }
 
 // topK appends to dst the indices of the k largest values of p, largest
@@ -446,8 +452,8 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		}
 	}
 	// Gate and up projections: items are (expert, row chunk).
-	per := (ff + moeChunk - 1) / moeChunk
-	b.upTask = moeUpTask{b: b, ff: ff, per: per}
+	per, chunk := expertChunks(ff, 2*na, m.pool.Threads())
+	b.upTask = moeUpTask{b: b, ff: ff, per: per, chunk: chunk}
 	m.pool.Run(na*2*per, &b.upTask)
 	// SwiGLU, then quantize for the down projection.
 	for a := range b.order {
@@ -456,8 +462,8 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		b.hacts[a].Quantize(m.pool, ws.down[a].VecDotType(), b.gate[a][:n*ff], n, ff)
 	}
 	// Down projection, per expert, then scattered to the slots.
-	perD := (e + moeChunk - 1) / moeChunk
-	b.downTask = moeDownTask{b: b, e: e, per: perD}
+	perD, chunkD := expertChunks(e, na, m.pool.Threads())
+	b.downTask = moeDownTask{b: b, e: e, per: perD, chunk: chunkD}
 	m.pool.Run(na*perD, &b.downTask)
 	b.y = grow(b.y, nt*nu*e)
 	for a, ex := range b.order {
