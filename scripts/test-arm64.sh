@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
 # Runs the arm64 tests of the CPU kernels under qemu-user (Debian's
 # qemu-user-static): engine/quant with the NEON kernels on and with them
-# off (-tags purego), and engine/cpu. Installs qemu-user-static if missing
-# (needs root or sudo and apt). Extra arguments go to every go test, e.g.
-# scripts/test-arm64.sh -v (not -race: it needs cgo).
+# off (-tags purego), and engine/cpu; before them, natively, the NEON
+# generator's encoding checks. Installs qemu-user-static and
+# binutils-aarch64-linux-gnu if missing (needs root or sudo and apt).
+# Extra arguments go to every go test, e.g. scripts/test-arm64.sh -v (not
+# -race: it needs cgo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-qemu=qemu-aarch64-static
-if ! command -v "$qemu" >/dev/null 2>&1; then
-	echo "test-arm64: installing qemu-user-static" >&2
-	sudo=""
+# need installs Debian package $2 unless command $1 is there.
+need() {
+	if command -v "$1" >/dev/null 2>&1; then
+		return
+	fi
+	echo "test-arm64: installing $2" >&2
+	local sudo=""
 	if [ "$(id -u)" -ne 0 ]; then
 		sudo=sudo
 	fi
 	export DEBIAN_FRONTEND=noninteractive
 	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq qemu-user-static >/dev/null
-fi
-qemu=$(command -v "$qemu")
+	$sudo apt-get install -y -qq "$2" >/dev/null
+}
+need qemu-aarch64-static qemu-user-static
+qemu=$(command -v qemu-aarch64-static)
+
+# The NEON assembly is emitted as WORD encodings; internal/neongen's
+# TestEncodings checks each against binutils' aarch64 assembler (and skips
+# without it), and that the .s files are the generator's output.
+need aarch64-linux-gnu-as binutils-aarch64-linux-gnu
+echo "test-arm64: go test ./engine/quant/internal/neongen/ (native)" >&2
+go test -count=1 "$@" ./engine/quant/internal/neongen/
 
 export GOARCH=arm64 CGO_ENABLED=0
 run() {

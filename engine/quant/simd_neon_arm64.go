@@ -8,7 +8,7 @@ import (
 	"github.com/strata-llm/strata/engine/ggml"
 )
 
-//go:generate go run ./internal/neongen -out simd_neon_arm64.s
+//go:generate go run ./internal/neongen -out simd_neon_arm64.s -gemm simd_neon_gemm_arm64.s
 
 // NEON dot products with the dot-product extension (SDOT), ports of
 // llama.cpp's ggml-cpu/arch/arm/quants.c. Every Apple M-series chip has
@@ -18,9 +18,25 @@ import (
 // does, so they differ from GoDot by float rounding only. The K and IQ
 // kernels compute each super-block's integer sum exactly and accumulate
 // floats in GoDot's order, so they are bit-identical to it.
+//
+// The F32, F16 and BF16 dot products (plain NEON) follow their Go
+// references' float order, that of llama.cpp's AVX2 build (see
+// internal/neongen/floats.go): F16 and BF16 are bit-identical to GoDot, F32
+// differs only where dotF32's emulated FMA double-rounds. The activation
+// quantizers QuantizeQ8_0 and QuantizeQ8K (plain NEON too) write the same
+// bytes as the Go code, which does the blocks they leave (NaNs, tiny
+// amax).
 
 func init() {
-	if !cpu.ARM64.HasASIMD || !cpu.ARM64.HasASIMDDP {
+	if !cpu.ARM64.HasASIMD {
+		return
+	}
+	for t, f := range neonFloatDots {
+		simdDots[t] = simdKernel{name: "neon", dot: f}
+	}
+	quantizeQ8_0Arch = quantizeQ8_0NEON
+	quantizeQ8KArch = quantizeQ8KNEON
+	if !cpu.ARM64.HasASIMDDP {
 		return
 	}
 	for t, f := range neonDots {
@@ -36,6 +52,7 @@ var neonDots = map[ggml.Type]func(n int, w, a []byte) float32{
 	ggml.Q5_K: neonQ5K,
 	ggml.Q6_K: neonQ6K,
 	ggml.Q2_K: neonQ2K,
+	ggml.Q3_K: neonQ3K,
 
 	ggml.IQ4_XS:  neonIQ4XS,
 	ggml.IQ2_XS:  neonIQ2XS,
@@ -43,8 +60,39 @@ var neonDots = map[ggml.Type]func(n int, w, a []byte) float32{
 	ggml.IQ3_XXS: neonIQ3XXS,
 }
 
+// neonFloatDots are the NEON dot products of the float types, which need
+// no dot-product extension.
+var neonFloatDots = map[ggml.Type]func(n int, w, a []byte) float32{
+	ggml.F32:  neonF32,
+	ggml.F16:  neonF16,
+	ggml.BF16: neonBF16,
+}
+
 // Assembly routines: x and y point at nb whole blocks of weights and
 // activations.
+
+//go:noescape
+func dotQ3KNEON(x, y *byte, nb int) float32
+
+// The float routines take nb > 0 whole chunks of 32 values.
+
+//go:noescape
+func dotF32NEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotF16NEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotBF16NEON(x, y *byte, nb int) float32
+
+// The quantizers do up to nb blocks and return how many they did (see
+// internal/neongen/quantize.go).
+
+//go:noescape
+func quantizeQ8_0NEONAsm(x *float32, dst *byte, nb int) int
+
+//go:noescape
+func quantizeQ8KNEONAsm(x *float32, dst *byte, nb int) int
 
 //go:noescape
 func dotQ8_0NEON(x, y *byte, nb int) float32
@@ -179,4 +227,87 @@ func neonIQ3XXS(n int, w, a []byte) float32 {
 		return 0
 	}
 	return dotIQ3XXSNEON(x, y, nb, &iq3xxsGrid[0], &ksigns64[0])
+}
+
+func neonQ3K(n int, w, a []byte) float32 {
+	nb := n / qkK
+	x, y := neonRows(nb, w, a, q3KBlockSize, q8KBlockSize)
+	if nb == 0 {
+		return 0
+	}
+	return dotQ3KNEON(x, y, nb)
+}
+
+// neonF32 is dotF32 with the chunks of 32 values in assembly.
+func neonF32(n int, w, a []byte) float32 {
+	w, a = w[:4*n], a[:4*n]
+	np := n &^ 31
+	var sumf float32
+	if np > 0 {
+		sumf = dotF32NEON(&w[0], &a[0], np/32)
+	}
+	for i := np; i < n; i++ {
+		sumf += float32(f32At(w, i) * f32At(a, i))
+	}
+	return sumf
+}
+
+// neonF16 is dotF16 with the chunks of 32 values in assembly.
+func neonF16(n int, w, a []byte) float32 {
+	w, a = w[:2*n], a[:2*n]
+	np := n &^ 31
+	var sumf float64
+	if np > 0 {
+		sumf = float64(dotF16NEON(&w[0], &a[0], np/32))
+	}
+	for i := np; i < n; i++ {
+		sumf += float64(fp16At(w[2*i:]) * fp16At(a[2*i:]))
+	}
+	return float32(sumf)
+}
+
+// neonBF16 is dotBF16 with the chunks of 32 values in assembly.
+func neonBF16(n int, w, a []byte) float32 {
+	w, a = w[:2*n], a[:2*n]
+	np := n &^ 31
+	var sumf float64
+	if np > 0 {
+		sumf = float64(dotBF16NEON(&w[0], &a[0], np/32))
+	}
+	for i := np; i < n; i++ {
+		sumf += float64(bf16At(w[2*i:]) * bf16At(a[2*i:]))
+	}
+	return float32(sumf)
+}
+
+// quantizeQ8_0NEON is quantizeQ8_0Go in assembly; the blocks the assembly
+// leaves (a NaN, or amax so small that 127/amax overflows) are done by the
+// Go code.
+func quantizeQ8_0NEON(x []float32, dst []byte) {
+	nb := len(x) / qk8_0
+	if nb == 0 {
+		return
+	}
+	_ = dst[nb*q8_0BlockSize-1]
+	for i := 0; i < nb; i++ {
+		i += quantizeQ8_0NEONAsm(&x[i*qk8_0], &dst[i*q8_0BlockSize], nb-i)
+		if i < nb {
+			quantizeQ8_0Go(x[i*qk8_0:(i+1)*qk8_0], dst[i*q8_0BlockSize:(i+1)*q8_0BlockSize])
+		}
+	}
+}
+
+// quantizeQ8KNEON is quantizeQ8KGo in assembly, with the same fallback.
+func quantizeQ8KNEON(x []float32, dst []byte) {
+	nb := len(x) / qkK
+	if nb == 0 {
+		return
+	}
+	_ = dst[nb*q8KBlockSize-1]
+	for i := 0; i < nb; i++ {
+		i += quantizeQ8KNEONAsm(&x[i*qkK], &dst[i*q8KBlockSize], nb-i)
+		if i < nb {
+			quantizeQ8KGo(x[i*qkK:(i+1)*qkK], dst[i*q8KBlockSize:(i+1)*q8KBlockSize])
+		}
+	}
 }

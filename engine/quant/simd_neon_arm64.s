@@ -1938,3 +1938,1022 @@ iq3XXSdone:
 	WORD $0x1e210b80 // fmul s0, s28, s1
 	FMOVS F0, ret+40(FP)
 	RET
+
+// func dotQ3KNEON(x, y *byte, nb int) float32
+TEXT ·dotQ3KNEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	WORD $0x4f00e47f // movi v31.16b, #0x3
+	WORD $0x4f00e43e // movi v30.16b, #0x1
+	WORD $0x4f00e45d // movi v29.16b, #0x2
+	WORD $0x4f00e49c // movi v28.16b, #0x4
+	WORD $0x4f00e51b // movi v27.16b, #0x8
+	WORD $0x4f01e41a // movi v26.16b, #0x20
+	WORD $0x4f00e419 // movi v25.16b, #0x0
+	CBZ R2, q3Kdone
+q3Kloop:
+	MOVWU 96(R0), R5
+	MOVWU 100(R0), R6
+	MOVWU 104(R0), R7
+	ANDW $0x0f0f0f0f, R5, R10
+	ANDW $0x03030303, R7, R9
+	ORRW R9<<4, R10, R10
+	ANDW $0x0f0f0f0f, R6, R11
+	LSRW $2, R7, R9
+	ANDW $0x03030303, R9, R9
+	ORRW R9<<4, R11, R11
+	LSRW $4, R5, R12
+	ANDW $0x0f0f0f0f, R12, R12
+	LSRW $4, R7, R9
+	ANDW $0x03030303, R9, R9
+	ORRW R9<<4, R12, R12
+	LSRW $4, R6, R13
+	ANDW $0x0f0f0f0f, R13, R13
+	LSRW $6, R7, R9
+	ANDW $0x03030303, R9, R9
+	ORRW R9<<4, R13, R13
+	WORD $0x4e041d4e // mov v14.s[0], w10
+	WORD $0x4e0c1d6e // mov v14.s[1], w11
+	WORD $0x4e141d8e // mov v14.s[2], w12
+	WORD $0x4e1c1dae // mov v14.s[3], w13
+	WORD $0x6e3a85ce // sub v14.16b, v14.16b, v26.16b
+	WORD $0x0f08a5d6 // sxtl v22.8h, v14.8b
+	WORD $0x4f08a5d8 // sxtl2 v24.8h, v14.16b
+	WORD $0x0f10a6d5 // sxtl v21.4s, v22.4h
+	WORD $0x4f10a6d6 // sxtl2 v22.4s, v22.8h
+	WORD $0x0f10a717 // sxtl v23.4s, v24.4h
+	WORD $0x4f10a718 // sxtl2 v24.4s, v24.8h
+	VLD1 (R0), [V15.B16, V16.B16]
+	ADD $32, R0, R8
+	ADD $4, R1, R9
+	WORD $0x4f00e411 // movi v17.16b, #0x0
+	WORD $0x4f00e412 // movi v18.16b, #0x0
+	WORD $0x4f00e413 // movi v19.16b, #0x0
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD $0x4e6f1fca // bic v10.16b, v30.16b, v15.16b
+	WORD $0x4f0a554a // shl v10.16b, v10.16b, #2
+	WORD $0x4e3f1c06 // and v6.16b, v0.16b, v31.16b
+	WORD $0x6e2a84c6 // sub v6.16b, v6.16b, v10.16b
+	WORD $0x4e701fcb // bic v11.16b, v30.16b, v16.16b
+	WORD $0x4f0a556b // shl v11.16b, v11.16b, #2
+	WORD $0x4e3f1c27 // and v7.16b, v1.16b, v31.16b
+	WORD $0x6e2b84e7 // sub v7.16b, v7.16b, v11.16b
+	WORD $0x4e6f1fac // bic v12.16b, v29.16b, v15.16b
+	WORD $0x4f09558c // shl v12.16b, v12.16b, #1
+	WORD $0x6f0e0408 // ushr v8.16b, v0.16b, #2
+	WORD $0x4e3f1d08 // and v8.16b, v8.16b, v31.16b
+	WORD $0x6e2c8508 // sub v8.16b, v8.16b, v12.16b
+	WORD $0x4e701fad // bic v13.16b, v29.16b, v16.16b
+	WORD $0x4f0955ad // shl v13.16b, v13.16b, #1
+	WORD $0x6f0e0429 // ushr v9.16b, v1.16b, #2
+	WORD $0x4e3f1d29 // and v9.16b, v9.16b, v31.16b
+	WORD $0x6e2d8529 // sub v9.16b, v9.16b, v13.16b
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84950c // sdot v12.4s, v8.16b, v4.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e85952d // sdot v13.4s, v9.16b, v5.16b
+	WORD $0x6f950151 // mla v17.4s, v10.4s, v21.s[0]
+	WORD $0x6fb50172 // mla v18.4s, v11.4s, v21.s[1]
+	WORD $0x6f950993 // mla v19.4s, v12.4s, v21.s[2]
+	WORD $0x6fb509b4 // mla v20.4s, v13.4s, v21.s[3]
+	VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD $0x4e6f1f8a // bic v10.16b, v28.16b, v15.16b
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x4e3f1cc6 // and v6.16b, v6.16b, v31.16b
+	WORD $0x6e2a84c6 // sub v6.16b, v6.16b, v10.16b
+	WORD $0x4e701f8b // bic v11.16b, v28.16b, v16.16b
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x6e2b84e7 // sub v7.16b, v7.16b, v11.16b
+	WORD $0x4e6f1f6c // bic v12.16b, v27.16b, v15.16b
+	WORD $0x6f0f058c // ushr v12.16b, v12.16b, #1
+	WORD $0x6f0a0408 // ushr v8.16b, v0.16b, #6
+	WORD $0x6e2c8508 // sub v8.16b, v8.16b, v12.16b
+	WORD $0x4e701f6d // bic v13.16b, v27.16b, v16.16b
+	WORD $0x6f0f05ad // ushr v13.16b, v13.16b, #1
+	WORD $0x6f0a0429 // ushr v9.16b, v1.16b, #6
+	WORD $0x6e2d8529 // sub v9.16b, v9.16b, v13.16b
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84950c // sdot v12.4s, v8.16b, v4.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e85952d // sdot v13.4s, v9.16b, v5.16b
+	WORD $0x6f960151 // mla v17.4s, v10.4s, v22.s[0]
+	WORD $0x6fb60172 // mla v18.4s, v11.4s, v22.s[1]
+	WORD $0x6f960993 // mla v19.4s, v12.4s, v22.s[2]
+	WORD $0x6fb609b4 // mla v20.4s, v13.4s, v22.s[3]
+	WORD $0x6f0c05ef // ushr v15.16b, v15.16b, #4
+	WORD $0x6f0c0610 // ushr v16.16b, v16.16b, #4
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD $0x4e6f1fca // bic v10.16b, v30.16b, v15.16b
+	WORD $0x4f0a554a // shl v10.16b, v10.16b, #2
+	WORD $0x4e3f1c06 // and v6.16b, v0.16b, v31.16b
+	WORD $0x6e2a84c6 // sub v6.16b, v6.16b, v10.16b
+	WORD $0x4e701fcb // bic v11.16b, v30.16b, v16.16b
+	WORD $0x4f0a556b // shl v11.16b, v11.16b, #2
+	WORD $0x4e3f1c27 // and v7.16b, v1.16b, v31.16b
+	WORD $0x6e2b84e7 // sub v7.16b, v7.16b, v11.16b
+	WORD $0x4e6f1fac // bic v12.16b, v29.16b, v15.16b
+	WORD $0x4f09558c // shl v12.16b, v12.16b, #1
+	WORD $0x6f0e0408 // ushr v8.16b, v0.16b, #2
+	WORD $0x4e3f1d08 // and v8.16b, v8.16b, v31.16b
+	WORD $0x6e2c8508 // sub v8.16b, v8.16b, v12.16b
+	WORD $0x4e701fad // bic v13.16b, v29.16b, v16.16b
+	WORD $0x4f0955ad // shl v13.16b, v13.16b, #1
+	WORD $0x6f0e0429 // ushr v9.16b, v1.16b, #2
+	WORD $0x4e3f1d29 // and v9.16b, v9.16b, v31.16b
+	WORD $0x6e2d8529 // sub v9.16b, v9.16b, v13.16b
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84950c // sdot v12.4s, v8.16b, v4.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e85952d // sdot v13.4s, v9.16b, v5.16b
+	WORD $0x6f970151 // mla v17.4s, v10.4s, v23.s[0]
+	WORD $0x6fb70172 // mla v18.4s, v11.4s, v23.s[1]
+	WORD $0x6f970993 // mla v19.4s, v12.4s, v23.s[2]
+	WORD $0x6fb709b4 // mla v20.4s, v13.4s, v23.s[3]
+	VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]
+	WORD $0x4e6f1f8a // bic v10.16b, v28.16b, v15.16b
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x4e3f1cc6 // and v6.16b, v6.16b, v31.16b
+	WORD $0x6e2a84c6 // sub v6.16b, v6.16b, v10.16b
+	WORD $0x4e701f8b // bic v11.16b, v28.16b, v16.16b
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x6e2b84e7 // sub v7.16b, v7.16b, v11.16b
+	WORD $0x4e6f1f6c // bic v12.16b, v27.16b, v15.16b
+	WORD $0x6f0f058c // ushr v12.16b, v12.16b, #1
+	WORD $0x6f0a0408 // ushr v8.16b, v0.16b, #6
+	WORD $0x6e2c8508 // sub v8.16b, v8.16b, v12.16b
+	WORD $0x4e701f6d // bic v13.16b, v27.16b, v16.16b
+	WORD $0x6f0f05ad // ushr v13.16b, v13.16b, #1
+	WORD $0x6f0a0429 // ushr v9.16b, v1.16b, #6
+	WORD $0x6e2d8529 // sub v9.16b, v9.16b, v13.16b
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84950c // sdot v12.4s, v8.16b, v4.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e85952d // sdot v13.4s, v9.16b, v5.16b
+	WORD $0x6f980151 // mla v17.4s, v10.4s, v24.s[0]
+	WORD $0x6fb80172 // mla v18.4s, v11.4s, v24.s[1]
+	WORD $0x6f980993 // mla v19.4s, v12.4s, v24.s[2]
+	WORD $0x6fb809b4 // mla v20.4s, v13.4s, v24.s[3]
+	WORD $0x4eb28631 // add v17.4s, v17.4s, v18.4s
+	WORD $0x4eb48673 // add v19.4s, v19.4s, v20.4s
+	WORD $0x4eb38631 // add v17.4s, v17.4s, v19.4s
+	WORD $0x4eb1ba31 // addv s17, v17.4s
+	WORD $0x5e21da31 // scvtf s17, s17
+	FMOVS (R1), F14
+	MOVHU 108(R0), R5
+	WORD $0x1e2700aa // fmov s10, w5
+	WORD $0x1ee2414a // fcvt s10, h10
+	WORD $0x1e2e094a // fmul s10, s10, s14
+	WORD $0x1e310951 // fmul s17, s10, s17
+	WORD $0x1e312b39 // fadd s25, s25, s17
+	ADD $110, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE q3Kloop
+q3Kdone:
+	FMOVS F25, ret+24(FP)
+	RET
+
+// func dotF32NEON(x, y *byte, nb int) float32
+TEXT ·dotF32NEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e411 // movi v17.16b, #0x0
+	WORD $0x4f00e412 // movi v18.16b, #0x0
+	WORD $0x4f00e413 // movi v19.16b, #0x0
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+f32loop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R1), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1.P 64(R1), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28cc10 // fmla v16.4s, v0.4s, v8.4s
+	WORD $0x4e29cc31 // fmla v17.4s, v1.4s, v9.4s
+	WORD $0x4e2acc52 // fmla v18.4s, v2.4s, v10.4s
+	WORD $0x4e2bcc73 // fmla v19.4s, v3.4s, v11.4s
+	WORD $0x4e2ccc94 // fmla v20.4s, v4.4s, v12.4s
+	WORD $0x4e2dccb5 // fmla v21.4s, v5.4s, v13.4s
+	WORD $0x4e2eccd6 // fmla v22.4s, v6.4s, v14.4s
+	WORD $0x4e2fccf7 // fmla v23.4s, v7.4s, v15.4s
+	SUBS $1, R2
+	BNE f32loop
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x4e33d631 // fadd v17.4s, v17.4s, v19.4s
+	WORD $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD $0x7e30da10 // faddp s16, v16.2s
+	FMOVS F16, ret+24(FP)
+	RET
+
+// func dotF16NEON(x, y *byte, nb int) float32
+TEXT ·dotF16NEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e411 // movi v17.16b, #0x0
+	WORD $0x4f00e412 // movi v18.16b, #0x0
+	WORD $0x4f00e413 // movi v19.16b, #0x0
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+f16loop:
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	VLD1.P 32(R1), [V2.H8, V3.H8]
+	WORD $0x0e217804 // fcvtl v4.4s, v0.4h
+	WORD $0x4e217805 // fcvtl2 v5.4s, v0.8h
+	WORD $0x0e217848 // fcvtl v8.4s, v2.4h
+	WORD $0x4e217849 // fcvtl2 v9.4s, v2.8h
+	WORD $0x0e217826 // fcvtl v6.4s, v1.4h
+	WORD $0x4e217827 // fcvtl2 v7.4s, v1.8h
+	WORD $0x0e21786a // fcvtl v10.4s, v3.4h
+	WORD $0x4e21786b // fcvtl2 v11.4s, v3.8h
+	WORD $0x4e28cc90 // fmla v16.4s, v4.4s, v8.4s
+	WORD $0x4e29ccb1 // fmla v17.4s, v5.4s, v9.4s
+	WORD $0x4e2accd2 // fmla v18.4s, v6.4s, v10.4s
+	WORD $0x4e2bccf3 // fmla v19.4s, v7.4s, v11.4s
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	VLD1.P 32(R1), [V2.H8, V3.H8]
+	WORD $0x0e217804 // fcvtl v4.4s, v0.4h
+	WORD $0x4e217805 // fcvtl2 v5.4s, v0.8h
+	WORD $0x0e217848 // fcvtl v8.4s, v2.4h
+	WORD $0x4e217849 // fcvtl2 v9.4s, v2.8h
+	WORD $0x0e217826 // fcvtl v6.4s, v1.4h
+	WORD $0x4e217827 // fcvtl2 v7.4s, v1.8h
+	WORD $0x0e21786a // fcvtl v10.4s, v3.4h
+	WORD $0x4e21786b // fcvtl2 v11.4s, v3.8h
+	WORD $0x4e28cc94 // fmla v20.4s, v4.4s, v8.4s
+	WORD $0x4e29ccb5 // fmla v21.4s, v5.4s, v9.4s
+	WORD $0x4e2accd6 // fmla v22.4s, v6.4s, v10.4s
+	WORD $0x4e2bccf7 // fmla v23.4s, v7.4s, v11.4s
+	SUBS $1, R2
+	BNE f16loop
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x4e33d631 // fadd v17.4s, v17.4s, v19.4s
+	WORD $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD $0x7e30da10 // faddp s16, v16.2s
+	FMOVS F16, ret+24(FP)
+	RET
+
+// func dotBF16NEON(x, y *byte, nb int) float32
+TEXT ·dotBF16NEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e411 // movi v17.16b, #0x0
+	WORD $0x4f00e412 // movi v18.16b, #0x0
+	WORD $0x4f00e413 // movi v19.16b, #0x0
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	WORD $0x4f00e41f // movi v31.16b, #0x0
+bf16loop:
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	VLD1.P 32(R1), [V2.H8, V3.H8]
+	WORD $0x4e403be4 // zip1 v4.8h, v31.8h, v0.8h
+	WORD $0x4e407be5 // zip2 v5.8h, v31.8h, v0.8h
+	WORD $0x4e423be8 // zip1 v8.8h, v31.8h, v2.8h
+	WORD $0x4e427be9 // zip2 v9.8h, v31.8h, v2.8h
+	WORD $0x4e413be6 // zip1 v6.8h, v31.8h, v1.8h
+	WORD $0x4e417be7 // zip2 v7.8h, v31.8h, v1.8h
+	WORD $0x4e433bea // zip1 v10.8h, v31.8h, v3.8h
+	WORD $0x4e437beb // zip2 v11.8h, v31.8h, v3.8h
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x4e24d610 // fadd v16.4s, v16.4s, v4.4s
+	WORD $0x6e29dca5 // fmul v5.4s, v5.4s, v9.4s
+	WORD $0x4e25d631 // fadd v17.4s, v17.4s, v5.4s
+	WORD $0x6e2adcc6 // fmul v6.4s, v6.4s, v10.4s
+	WORD $0x4e26d652 // fadd v18.4s, v18.4s, v6.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	WORD $0x4e27d673 // fadd v19.4s, v19.4s, v7.4s
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	VLD1.P 32(R1), [V2.H8, V3.H8]
+	WORD $0x4e403be4 // zip1 v4.8h, v31.8h, v0.8h
+	WORD $0x4e407be5 // zip2 v5.8h, v31.8h, v0.8h
+	WORD $0x4e423be8 // zip1 v8.8h, v31.8h, v2.8h
+	WORD $0x4e427be9 // zip2 v9.8h, v31.8h, v2.8h
+	WORD $0x4e413be6 // zip1 v6.8h, v31.8h, v1.8h
+	WORD $0x4e417be7 // zip2 v7.8h, v31.8h, v1.8h
+	WORD $0x4e433bea // zip1 v10.8h, v31.8h, v3.8h
+	WORD $0x4e437beb // zip2 v11.8h, v31.8h, v3.8h
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x4e24d694 // fadd v20.4s, v20.4s, v4.4s
+	WORD $0x6e29dca5 // fmul v5.4s, v5.4s, v9.4s
+	WORD $0x4e25d6b5 // fadd v21.4s, v21.4s, v5.4s
+	WORD $0x6e2adcc6 // fmul v6.4s, v6.4s, v10.4s
+	WORD $0x4e26d6d6 // fadd v22.4s, v22.4s, v6.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	WORD $0x4e27d6f7 // fadd v23.4s, v23.4s, v7.4s
+	SUBS $1, R2
+	BNE bf16loop
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x4e33d631 // fadd v17.4s, v17.4s, v19.4s
+	WORD $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD $0x6e104211 // ext v17.16b, v16.16b, v16.16b, #8
+	WORD $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD $0x7e30da10 // faddp s16, v16.2s
+	FMOVS F16, ret+24(FP)
+	RET
+
+// func quantizeQ8_0NEONAsm(x *float32, dst *byte, nb int) int
+TEXT ·quantizeQ8_0NEONAsm(SB), NOSPLIT, $0-32
+	MOVD x+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD $0, R3
+	MOVW $0x42fe0000, R4
+	FMOVS R4, F30
+	MOVW $0x7f800000, R4
+	FMOVS R4, F29
+	WORD $0x4f00e41a // movi v26.16b, #0x0
+	WORD $0x4f00e41b // movi v27.16b, #0x0
+	CBZ R2, q8_0qdone
+q8_0qloop:
+	VLD1 (R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	ADD $64, R0, R5
+	VLD1 (R5), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD $0x4ea0f808 // fabs v8.4s, v0.4s
+	WORD $0x4ea0f829 // fabs v9.4s, v1.4s
+	WORD $0x4ea0f84a // fabs v10.4s, v2.4s
+	WORD $0x4ea0f86b // fabs v11.4s, v3.4s
+	WORD $0x4ea0f88c // fabs v12.4s, v4.4s
+	WORD $0x4ea0f8ad // fabs v13.4s, v5.4s
+	WORD $0x4ea0f8ce // fabs v14.4s, v6.4s
+	WORD $0x4ea0f8ef // fabs v15.4s, v7.4s
+	WORD $0x4e29f508 // fmax v8.4s, v8.4s, v9.4s
+	WORD $0x4e2bf54a // fmax v10.4s, v10.4s, v11.4s
+	WORD $0x4e2df58c // fmax v12.4s, v12.4s, v13.4s
+	WORD $0x4e2ff5ce // fmax v14.4s, v14.4s, v15.4s
+	WORD $0x4e2af508 // fmax v8.4s, v8.4s, v10.4s
+	WORD $0x4e2ef58c // fmax v12.4s, v12.4s, v14.4s
+	WORD $0x4e2cf508 // fmax v8.4s, v8.4s, v12.4s
+	WORD $0x6e30f908 // fmaxv s8, v8.4s
+	FCMPS F8, F8
+	BVS q8_0qdone
+	FCMPS $(0.0), F8
+	BEQ q8_0qzero
+	WORD $0x1e3e1909 // fdiv s9, s8, s30
+	WORD $0x1e281bca // fdiv s10, s30, s8
+	FCMPS F29, F10
+	BEQ q8_0qdone
+	WORD $0x1e23c129 // fcvt h9, s9
+	WORD $0x1e260125 // fmov w5, s9
+	MOVH R5, (R1)
+	WORD $0x4f8a9000 // fmul v0.4s, v0.4s, v10.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4f8a9021 // fmul v1.4s, v1.4s, v10.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4f8a9042 // fmul v2.4s, v2.4s, v10.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4f8a9063 // fmul v3.4s, v3.4s, v10.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4f8a9084 // fmul v4.4s, v4.4s, v10.s[0]
+	WORD $0x4e21a884 // fcvtns v4.4s, v4.4s
+	WORD $0x4f8a90a5 // fmul v5.4s, v5.4s, v10.s[0]
+	WORD $0x4e21a8a5 // fcvtns v5.4s, v5.4s
+	WORD $0x4f8a90c6 // fmul v6.4s, v6.4s, v10.s[0]
+	WORD $0x4e21a8c6 // fcvtns v6.4s, v6.4s
+	WORD $0x4f8a90e7 // fmul v7.4s, v7.4s, v10.s[0]
+	WORD $0x4e21a8e7 // fcvtns v7.4s, v7.4s
+	WORD $0x0e612810 // xtn v16.4h, v0.4s
+	WORD $0x4e612830 // xtn2 v16.8h, v1.4s
+	WORD $0x0e612851 // xtn v17.4h, v2.4s
+	WORD $0x4e612871 // xtn2 v17.8h, v3.4s
+	WORD $0x0e612892 // xtn v18.4h, v4.4s
+	WORD $0x4e6128b2 // xtn2 v18.8h, v5.4s
+	WORD $0x0e6128d3 // xtn v19.4h, v6.4s
+	WORD $0x4e6128f3 // xtn2 v19.8h, v7.4s
+	WORD $0x0e212a14 // xtn v20.8b, v16.8h
+	WORD $0x4e212a34 // xtn2 v20.16b, v17.8h
+	WORD $0x0e212a55 // xtn v21.8b, v18.8h
+	WORD $0x4e212a75 // xtn2 v21.16b, v19.8h
+	ADD $2, R1, R5
+	VST1 [V20.B16, V21.B16], (R5)
+q8_0qnext:
+	ADD $128, R0
+	ADD $34, R1
+	ADD $1, R3
+	CMP R3, R2
+	BNE q8_0qloop
+q8_0qdone:
+	MOVD R3, ret+24(FP)
+	RET
+q8_0qzero:
+	MOVH ZR, (R1)
+	ADD $2, R1, R5
+	VST1 [V26.B16, V27.B16], (R5)
+	B q8_0qnext
+
+// func quantizeQ8KNEONAsm(x *float32, dst *byte, nb int) int
+TEXT ·quantizeQ8KNEONAsm(SB), NOSPLIT, $0-32
+	MOVD x+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD $0, R3
+	MOVW $0xc2fe0000, R4
+	FMOVS R4, F26
+	MOVW $0x7f800000, R4
+	FMOVS R4, F27
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+	WORD $0x4f0307f9 // movi v25.4s, #0x7f
+	CBZ R2, q8Kqdone
+q8Kqloop:
+	MOVD R0, R5
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f810 // fabs v16.4s, v0.4s
+	WORD $0x4ea0f831 // fabs v17.4s, v1.4s
+	WORD $0x4ea0f852 // fabs v18.4s, v2.4s
+	WORD $0x4ea0f873 // fabs v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	WORD $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD $0x4e33f652 // fmax v18.4s, v18.4s, v19.4s
+	WORD $0x4e32f610 // fmax v16.4s, v16.4s, v18.4s
+	WORD $0x6e30fa10 // fmaxv s16, v16.4s
+	FCMPS F16, F16
+	BVS q8Kqdone
+	FCMPS $(0.0), F16
+	BEQ q8Kqzero
+	WORD $0x4e040614 // dup v20.4s, v16.s[0]
+	MOVD R0, R5
+q8Kqfind16:
+	VLD1 (R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4ea0f800 // fabs v0.4s, v0.4s
+	WORD $0x4e34e400 // fcmeq v0.4s, v0.4s, v20.4s
+	WORD $0x4ea0f821 // fabs v1.4s, v1.4s
+	WORD $0x4e34e421 // fcmeq v1.4s, v1.4s, v20.4s
+	WORD $0x4ea0f842 // fabs v2.4s, v2.4s
+	WORD $0x4e34e442 // fcmeq v2.4s, v2.4s, v20.4s
+	WORD $0x4ea0f863 // fabs v3.4s, v3.4s
+	WORD $0x4e34e463 // fcmeq v3.4s, v3.4s, v20.4s
+	WORD $0x4ea11c00 // orr v0.16b, v0.16b, v1.16b
+	WORD $0x4ea31c42 // orr v2.16b, v2.16b, v3.16b
+	WORD $0x4ea21c00 // orr v0.16b, v0.16b, v2.16b
+	WORD $0x6eb0a800 // umaxv s0, v0.4s
+	WORD $0x1e260006 // fmov w6, s0
+	CBNZ R6, q8Kqfind1
+	ADD $64, R5
+	B q8Kqfind16
+q8Kqfind1:
+	FMOVS.P 4(R5), F1
+	WORD $0x1e20c022 // fabs s2, s1
+	FCMPS F16, F2
+	BNE q8Kqfind1
+	WORD $0x1e211b58 // fdiv s24, s26, s1
+	WORD $0x1e20c302 // fabs s2, s24
+	FCMPS F27, F2
+	BEQ q8Kqdone
+	MOVD R0, R5
+	ADD $4, R1, R6
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028c8 // saddlp v8.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028c9 // saddlp v9.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028ca // saddlp v10.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028cb // saddlp v11.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028cc // saddlp v12.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028cd // saddlp v13.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028ce // saddlp v14.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028cf // saddlp v15.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d0 // saddlp v16.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d1 // saddlp v17.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d2 // saddlp v18.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d3 // saddlp v19.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d4 // saddlp v20.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d5 // saddlp v21.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d6 // saddlp v22.8h, v6.16b
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4f989000 // fmul v0.4s, v0.4s, v24.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4eb96c00 // smin v0.4s, v0.4s, v25.4s
+	WORD $0x4f989021 // fmul v1.4s, v1.4s, v24.s[0]
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4eb96c21 // smin v1.4s, v1.4s, v25.4s
+	WORD $0x4f989042 // fmul v2.4s, v2.4s, v24.s[0]
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4eb96c42 // smin v2.4s, v2.4s, v25.4s
+	WORD $0x4f989063 // fmul v3.4s, v3.4s, v24.s[0]
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4eb96c63 // smin v3.4s, v3.4s, v25.4s
+	WORD $0x0e612804 // xtn v4.4h, v0.4s
+	WORD $0x4e612824 // xtn2 v4.8h, v1.4s
+	WORD $0x0e612845 // xtn v5.4h, v2.4s
+	WORD $0x4e612865 // xtn2 v5.8h, v3.4s
+	WORD $0x0e212886 // xtn v6.8b, v4.8h
+	WORD $0x4e2128a6 // xtn2 v6.16b, v5.8h
+	VST1.P [V6.B16], 16(R6)
+	WORD $0x4e2028d7 // saddlp v23.8h, v6.16b
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x4e6bbd49 // addp v9.8h, v10.8h, v11.8h
+	WORD $0x4e6dbd8a // addp v10.8h, v12.8h, v13.8h
+	WORD $0x4e6fbdcb // addp v11.8h, v14.8h, v15.8h
+	WORD $0x4e71be0c // addp v12.8h, v16.8h, v17.8h
+	WORD $0x4e73be4d // addp v13.8h, v18.8h, v19.8h
+	WORD $0x4e75be8e // addp v14.8h, v20.8h, v21.8h
+	WORD $0x4e77becf // addp v15.8h, v22.8h, v23.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x4e6bbd49 // addp v9.8h, v10.8h, v11.8h
+	WORD $0x4e6dbd8a // addp v10.8h, v12.8h, v13.8h
+	WORD $0x4e6fbdcb // addp v11.8h, v14.8h, v15.8h
+	WORD $0x4e69bd08 // addp v8.8h, v8.8h, v9.8h
+	WORD $0x4e6bbd49 // addp v9.8h, v10.8h, v11.8h
+	VST1 [V8.H8, V9.H8], (R6)
+	FMOVS $1.0, F2
+	WORD $0x1e381842 // fdiv s2, s2, s24
+	FMOVS F2, (R1)
+q8Kqnext:
+	ADD $1024, R0
+	ADD $292, R1
+	ADD $1, R3
+	CMP R3, R2
+	BNE q8Kqloop
+q8Kqdone:
+	MOVD R3, ret+24(FP)
+	RET
+q8Kqzero:
+	MOVD R1, R5
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	VST1.P [V28.B16, V29.B16], 32(R5)
+	MOVW ZR, (R5)
+	B q8Kqnext

@@ -236,3 +236,75 @@ func (g *gen) fp16(d int, off int, base, tmp int) {
 	g.fmovSW(d, tmp)
 	g.fcvtSH(d, d)
 }
+
+// Encodings added for the Q3_K dot, the float dots, the activation
+// quantizers and the Gemm tiles.
+
+func (g *gen) bic16b(d, n, m int) {
+	g.word(rrr(0x4e601c00, d, n, m), "bic v%d.16b, v%d.16b, v%d.16b", d, n, m)
+}
+func (g *gen) smin4s(d, n, m int) {
+	g.word(rrr(0x4ea06c00, d, n, m), "smin v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fmla4s(d, n, m int) {
+	g.word(rrr(0x4e20cc00, d, n, m), "fmla v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fmul4s(d, n, m int) {
+	g.word(rrr(0x6e20dc00, d, n, m), "fmul v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fsub4s(d, n, m int) {
+	g.word(rrr(0x4ea0d400, d, n, m), "fsub v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fmax4s(d, n, m int) {
+	g.word(rrr(0x4e20f400, d, n, m), "fmax v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fcmeq4s(d, n, m int) {
+	g.word(rrr(0x4e20e400, d, n, m), "fcmeq v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fmul4sElem(d, n, m, i int) {
+	g.word(elem(0x4f809000, d, n, m, i), "fmul v%d.4s, v%d.4s, v%d.s[%d]", d, n, m, i)
+}
+
+// ext16b is EXT with a byte offset: bytes imm.. of n followed by m.
+func (g *gen) ext16b(d, n, m, imm int) {
+	if imm < 0 || imm > 15 {
+		panic("ext offset")
+	}
+	g.word(rrr(0x6e000000, d, n, m)|uint32(imm)<<11, "ext v%d.16b, v%d.16b, v%d.16b, #%d", d, n, m, imm)
+}
+
+func (g *gen) fabs4s(d, n int)    { g.word(rr(0x4ea0f800, d, n), "fabs v%d.4s, v%d.4s", d, n) }
+func (g *gen) fmaxvS(d, n int)    { g.word(rr(0x6e30f800, d, n), "fmaxv s%d, v%d.4s", d, n) }
+func (g *gen) umaxvS(d, n int)    { g.word(rr(0x6eb0a800, d, n), "umaxv s%d, v%d.4s", d, n) }
+func (g *gen) fcvtns4s(d, n int)  { g.word(rr(0x4e21a800, d, n), "fcvtns v%d.4s, v%d.4s", d, n) }
+func (g *gen) fcvtl4s(d, n int)   { g.word(rr(0x0e217800, d, n), "fcvtl v%d.4s, v%d.4h", d, n) }
+func (g *gen) fcvtl24s(d, n int)  { g.word(rr(0x4e217800, d, n), "fcvtl2 v%d.4s, v%d.8h", d, n) }
+func (g *gen) xtn4h(d, n int)     { g.word(rr(0x0e612800, d, n), "xtn v%d.4h, v%d.4s", d, n) }
+func (g *gen) xtn28h(d, n int)    { g.word(rr(0x4e612800, d, n), "xtn2 v%d.8h, v%d.4s", d, n) }
+func (g *gen) xtn8b(d, n int)     { g.word(rr(0x0e212800, d, n), "xtn v%d.8b, v%d.8h", d, n) }
+func (g *gen) xtn216b(d, n int)   { g.word(rr(0x4e212800, d, n), "xtn2 v%d.16b, v%d.8h", d, n) }
+func (g *gen) saddlp8h(d, n int)  { g.word(rr(0x4e202800, d, n), "saddlp v%d.8h, v%d.16b", d, n) }
+func (g *gen) dup4sElem(d, n int) { g.word(rr(0x4e040400, d, n), "dup v%d.4s, v%d.s[0]", d, n) }
+
+// insH moves general register w into lane i of a 16-bit vector.
+func (g *gen) insH(d, i, w int) {
+	if i < 0 || i > 7 {
+		panic("lane out of range")
+	}
+	g.word(0x4e001c00|uint32(i<<2|2)<<16|reg(w)<<5|reg(d), "mov v%d.h[%d], w%d", d, i, w)
+}
+
+// umovS moves lane i of a 32-bit vector into general register w.
+func (g *gen) umovS(w, n, i int) {
+	if i < 0 || i > 3 {
+		panic("lane out of range")
+	}
+	g.word(0x0e003c00|uint32(i<<3|4)<<16|reg(n)<<5|reg(w), "mov w%d, v%d.s[%d]", w, n, i)
+}
+
+func (g *gen) fdivS(d, n, m int) {
+	g.word(rrr(0x1e201800, d, n, m), "fdiv s%d, s%d, s%d", d, n, m)
+}
+func (g *gen) fabsS(d, n int)  { g.word(rr(0x1e20c000, d, n), "fabs s%d, s%d", d, n) }
+func (g *gen) fcvtHS(d, n int) { g.word(rr(0x1e23c000, d, n), "fcvt h%d, s%d", d, n) }
+func (g *gen) fmovWS(w, n int) { g.word(rr(0x1e260000, w, n), "fmov w%d, s%d", w, n) }

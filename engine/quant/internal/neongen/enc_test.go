@@ -15,7 +15,7 @@ import (
 var wordLine = regexp.MustCompile(`^\s*WORD \$0x([0-9a-f]{8}) // (.*)$`)
 
 // TestEncodings assembles the GNU-syntax comment of every WORD in the
-// generated file with binutils' aarch64 assembler and checks that it
+// generated files with binutils' aarch64 assembler and checks that it
 // encodes to the same word. It is skipped where that assembler is missing
 // (Debian: apt-get install binutils-aarch64-linux-gnu).
 func TestEncodings(t *testing.T) {
@@ -27,7 +27,7 @@ func TestEncodings(t *testing.T) {
 	if err != nil {
 		t.Skip("aarch64-linux-gnu-objdump not installed")
 	}
-	src := generate()
+	src := append(generate(), generateGemm()...)
 	var words []uint32
 	var text strings.Builder
 	text.WriteString(".arch armv8.2-a+dotprod\n")
@@ -85,4 +85,22 @@ func TestEncodings(t *testing.T) {
 		}
 	}
 	t.Logf("%d encodings checked", len(words))
+}
+
+// TestGeneratedFiles checks that the assembly files in engine/quant are
+// what this generator writes now (go generate was run after the last
+// change here, and regenerating changes nothing).
+func TestGeneratedFiles(t *testing.T) {
+	for name, want := range map[string][]byte{
+		"simd_neon_arm64.s":      generate(),
+		"simd_neon_gemm_arm64.s": generateGemm(),
+	} {
+		got, err := os.ReadFile(filepath.Join("..", "..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the generator's output: in engine/quant run go run ./internal/neongen -out simd_neon_arm64.s -gemm simd_neon_gemm_arm64.s", name)
+		}
+	}
 }

@@ -26,6 +26,34 @@ func (g *gen) scaleOut(sum int, c string) {
 	g.ret(0, 2)
 }
 
+// iq4XSScales computes the eight signed scales ls-32 of the IQ4_XS block at
+// R0 as two int32x4 in vsc, vsc+1: ls = (scales_l nibble) | (scales_h 2
+// bits)<<4, spread to one byte per group of 32 with scalar bit tricks.
+// vtmp is scratch; vc32 holds 32 in every byte.
+func (g *gen) iq4XSScales(vsc, vtmp, vc32 int) {
+	g.op("MOVWU 4(R0), R6")
+	g.op("ORR R6<<16, R6, R6")
+	g.op("AND $0x0000ffff0000ffff, R6")
+	g.op("ORR R6<<8, R6, R6")
+	g.op("AND $0x00ff00ff00ff00ff, R6")
+	g.op("ORR R6<<4, R6, R6")
+	g.op("AND $0x0f0f0f0f0f0f0f0f, R6")
+	g.op("MOVHU 2(R0), R5")
+	g.op("AND $0xff00, R5, R7")
+	g.op("AND $0xff, R5")
+	g.op("ORR R7<<24, R5, R5")
+	g.op("ORR R5<<12, R5, R5")
+	g.op("AND $0x000f000f000f000f, R5")
+	g.op("ORR R5<<6, R5, R5")
+	g.op("AND $0x0303030303030303, R5")
+	g.op("ORR R5<<4, R6, R6")
+	g.op("FMOVD R6, F%d", vtmp)
+	g.sub16b(vtmp, vtmp, vc32)
+	g.sxtl8h(vtmp, vtmp)
+	g.sxtl4s(vsc, vtmp)
+	g.sxtl24s(vsc+1, vtmp)
+}
+
 // iq4XS is ggml_vec_dot_iq4_xs_q8_K (NEON path): nibbles mapped through
 // kvalues_iq4nl by TBL; the 6-bit scales are spread to bytes with scalar
 // bit tricks and applied by multiply-accumulate.
@@ -37,28 +65,7 @@ func iq4XS(g *gen) {
 	g.movi16b(c32, 0x20)
 	g.zero(sum)
 	g.superLoop("iq4XS", 136, func() {
-		// ls = (scales_l nibble) | (scales_h 2 bits)<<4, one byte per 32.
-		g.op("MOVWU 4(R0), R6")
-		g.op("ORR R6<<16, R6, R6")
-		g.op("AND $0x0000ffff0000ffff, R6")
-		g.op("ORR R6<<8, R6, R6")
-		g.op("AND $0x00ff00ff00ff00ff, R6")
-		g.op("ORR R6<<4, R6, R6")
-		g.op("AND $0x0f0f0f0f0f0f0f0f, R6")
-		g.op("MOVHU 2(R0), R5")
-		g.op("AND $0xff00, R5, R7")
-		g.op("AND $0xff, R5")
-		g.op("ORR R7<<24, R5, R5")
-		g.op("ORR R5<<12, R5, R5")
-		g.op("AND $0x000f000f000f000f, R5")
-		g.op("ORR R5<<6, R5, R5")
-		g.op("AND $0x0303030303030303, R5")
-		g.op("ORR R5<<4, R6, R6")
-		g.op("FMOVD R6, F20")
-		g.sub16b(20, 20, c32)
-		g.sxtl8h(20, 20)
-		g.sxtl4s(24, 20)
-		g.sxtl24s(25, 20)
+		g.iq4XSScales(24, 20, c32)
 		g.op("ADD $8, R0, R8")
 		g.op("ADD $4, R1, R9")
 		for j := 0; j < 4; j++ {
@@ -116,6 +123,52 @@ func (g *gen) reduceP(p int) {
 	g.addp4s(p, p, p+2)
 }
 
+// iq2XSScales makes the 16 scales 2*s+1 of the IQ2_XS block at R0 (s: low
+// then high nibble of each byte) as int32x4 in vsc..vsc+3; vtmp..vtmp+3
+// are scratch.
+func (g *gen) iq2XSScales(vsc, vtmp, m4, one int) {
+	g.op("MOVD 66(R0), R5")
+	g.op("FMOVD R5, F%d", vtmp)
+	g.and16b(vtmp+1, vtmp, m4)
+	g.ushr16b(vtmp+2, vtmp, 4)
+	g.zip116b(vtmp+1, vtmp+1, vtmp+2)
+	g.shl16b(vtmp+1, vtmp+1, 1)
+	g.orr16b(vtmp+1, vtmp+1, one)
+	g.uxtl8h(vtmp+2, vtmp+1)
+	g.uxtl28h(vtmp+3, vtmp+1)
+	g.uxtl4s(vsc, vtmp+2)
+	g.uxtl24s(vsc+1, vtmp+2)
+	g.uxtl4s(vsc+2, vtmp+3)
+	g.uxtl24s(vsc+3, vtmp+3)
+}
+
+// iq2XSGrid16 makes the 16 signed grid values k of the 64 whose four qs
+// words are in R5 (k < 2) and R6 into v: the grid entries (table at
+// R(grid)) and sign masks (R(signs)) of two uint16 qs; V(v+4) and R10..R15
+// are scratch.
+func (g *gen) iq2XSGrid16(k, v, grid, signs int) {
+	r := 5 + k/2
+	e0 := 2 * (k % 2)
+	g.op("UBFX $%d, R%d, $9, R10", 16*e0, r)
+	g.op("UBFX $%d, R%d, $7, R11", 16*e0+9, r)
+	g.op("UBFX $%d, R%d, $9, R12", 16*e0+16, r)
+	g.op("UBFX $%d, R%d, $7, R13", 16*e0+25, r)
+	g.gridPair(v, grid, 10, 12, 14)
+	g.gridPair(v+4, signs, 11, 13, 15)
+	g.signed(v, v+4)
+}
+
+// iq2XSGrid64 loads the next four qs words at R8 (post-incremented) and
+// makes the 64 signed grid values they index into v..v+3 (v+4..v+7 are
+// scratch).
+func (g *gen) iq2XSGrid64(v, grid, signs int) {
+	g.op("MOVD.P 8(R8), R5")
+	g.op("MOVD.P 8(R8), R6")
+	for k := 0; k < 4; k++ {
+		g.iq2XSGrid16(k, v+k, grid, signs)
+	}
+}
+
 // iq2XS is ggml_vec_dot_iq2_xs_q8_K (NEON path).
 func iq2XS(g *gen) {
 	g.header("dotIQ2XSNEON", "// func dotIQ2XSNEON(x, y *byte, nb int, grid, signs *uint64) float32\n", "grid", "signs")
@@ -124,20 +177,7 @@ func iq2XS(g *gen) {
 	g.movi16b(one, 0x01)
 	g.zero(sum)
 	g.superLoop("iq2XS", 74, func() {
-		// 16 scales 2*s+1 (s: low then high nibble of each byte) as int32x4 V24..V27.
-		g.op("MOVD 66(R0), R5")
-		g.op("FMOVD R5, F20")
-		g.and16b(21, 20, m4)
-		g.ushr16b(22, 20, 4)
-		g.zip116b(21, 21, 22)
-		g.shl16b(21, 21, 1)
-		g.orr16b(21, 21, one)
-		g.uxtl8h(22, 21)
-		g.uxtl28h(23, 21)
-		g.uxtl4s(24, 22)
-		g.uxtl24s(25, 22)
-		g.uxtl4s(26, 23)
-		g.uxtl24s(27, 23)
+		g.iq2XSScales(24, 20, m4, one)
 		g.op("ADD $2, R0, R8")
 		g.op("ADD $4, R1, R9")
 		for ib64 := 0; ib64 < 4; ib64++ {
@@ -145,15 +185,7 @@ func iq2XS(g *gen) {
 			g.op("MOVD.P 8(R8), R5")
 			g.op("MOVD.P 8(R8), R6")
 			for k := 0; k < 4; k++ {
-				r := 5 + k/2
-				e0 := 2 * (k % 2)
-				g.op("UBFX $%d, R%d, $9, R10", 16*e0, r)
-				g.op("UBFX $%d, R%d, $7, R11", 16*e0+9, r)
-				g.op("UBFX $%d, R%d, $9, R12", 16*e0+16, r)
-				g.op("UBFX $%d, R%d, $7, R13", 16*e0+25, r)
-				g.gridPair(6+k, 3, 10, 12, 14)
-				g.gridPair(10+k, 4, 11, 13, 15)
-				g.signed(6+k, 10+k)
+				g.iq2XSGrid16(k, 6+k, 3, 4)
 				g.zero(14 + k)
 				g.sdot(14+k, 6+k, 2+k)
 			}
@@ -196,15 +228,7 @@ func iq2XXS(g *gen) {
 			g.op("MOVD.P 8(R8), R6")
 			p0 := 14 + 2*(ib64%2)
 			for k := 0; k < 4; k++ {
-				r := 5 + k/2
-				e0 := 2 * (k % 2)
-				g.op("UBFX $%d, R%d, $8, R10", 8*e0, r)
-				g.op("UBFX $%d, R%d, $7, R11", 32+7*e0, r)
-				g.op("UBFX $%d, R%d, $8, R12", 8*e0+8, r)
-				g.op("UBFX $%d, R%d, $7, R13", 32+7*e0+7, r)
-				g.gridPair(6+k, 3, 10, 12, 14)
-				g.gridPair(10+k, 4, 11, 13, 15)
-				g.signed(6+k, 10+k)
+				g.iq2XXSGrid16(k, 6+k, 3, 4)
 			}
 			for h := 0; h < 2; h++ {
 				p := p0 + h
@@ -222,6 +246,45 @@ func iq2XXS(g *gen) {
 		g.kFloat1(20, sum, 0, 1)
 	})
 	g.scaleOut(sum, "0.125")
+}
+
+// iq2XXSGrid16 makes the 16 signed grid values k of the 64 whose qs words
+// (two uint32: four grid indices, then four 7-bit sign indices and the
+// scale) are in R5 (k < 2) and R6 into v: the grid entries (table at
+// R(grid)) and sign masks (R(signs)); V(v+4) and R10..R15 are scratch.
+func (g *gen) iq2XXSGrid16(k, v, grid, signs int) {
+	r := 5 + k/2
+	e0 := 2 * (k % 2)
+	g.op("UBFX $%d, R%d, $8, R10", 8*e0, r)
+	g.op("UBFX $%d, R%d, $7, R11", 32+7*e0, r)
+	g.op("UBFX $%d, R%d, $8, R12", 8*e0+8, r)
+	g.op("UBFX $%d, R%d, $7, R13", 32+7*e0+7, r)
+	g.gridPair(v, grid, 10, 12, 14)
+	g.gridPair(v+4, signs, 11, 13, 15)
+	g.signed(v, v+4)
+}
+
+// iq3XXSGrid32 makes the 32 signed values of one IQ3_XXS group into v,
+// v+1: eight 4-byte grid entries (table at R(grid)) indexed by the bytes of
+// R5, signs from the sign indices in R6 (table at R(signs)); V(v+4),
+// V(v+5) and R11..R14 are scratch.
+func (g *gen) iq3XXSGrid32(v, grid, signs int) {
+	for h := 0; h < 2; h++ {
+		vv, vs := v+h, v+4+h
+		for l := 0; l < 4; l++ {
+			g.op("UBFX $%d, R5, $8, R11", 8*(4*h+l))
+			if l == 0 {
+				g.op("FMOVS (R%d)(R11<<2), F%d", grid, vv)
+			} else {
+				g.op("ADD R11<<2, R%d, R12", grid)
+				g.ld1S(vv, l, 12)
+			}
+		}
+		g.op("UBFX $%d, R6, $7, R11", 14*h)
+		g.op("UBFX $%d, R6, $7, R13", 14*h+7)
+		g.gridPair(vs, signs, 11, 13, 14)
+		g.signed(vv, vs)
+	}
 }
 
 // iq3XXS is ggml_vec_dot_iq3_xxs_q8_K (NEON path): 4-byte grid entries
@@ -242,22 +305,7 @@ func iq3XXS(g *gen) {
 			g.op("VLD1.P 32(R9), [V2.B16, V3.B16]")
 			g.op("MOVD.P 8(R8), R5")
 			g.op("MOVWU.P 4(R10), R6")
-			for h := 0; h < 2; h++ {
-				v, vs := 6+h, 10+h
-				for l := 0; l < 4; l++ {
-					g.op("UBFX $%d, R5, $8, R11", 8*(4*h+l))
-					if l == 0 {
-						g.op("FMOVS (R3)(R11<<2), F%d", v)
-					} else {
-						g.op("ADD R11<<2, R3, R12")
-						g.ld1S(v, l, 12)
-					}
-				}
-				g.op("UBFX $%d, R6, $7, R11", 14*h)
-				g.op("UBFX $%d, R6, $7, R13", 14*h+7)
-				g.gridPair(vs, 4, 11, 13, 14)
-				g.signed(v, vs)
-			}
+			g.iq3XXSGrid32(6, 3, 4)
 			p := 14 + ib32%4
 			g.zero(p)
 			g.sdot(p, 6, 2)

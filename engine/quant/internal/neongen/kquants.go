@@ -214,15 +214,7 @@ func q6K(g *gen) {
 	g.movi16b(c32, 0x20)
 	g.zero(sum)
 	g.superLoop("q6K", 210, func() {
-		// Scales as int32x4 in V24..V27.
-		g.op("ADD $192, R0, R8")
-		g.op("VLD1 (R8), [V10.B16]")
-		g.sxtl8h(11, 10)
-		g.sxtl28h(12, 10)
-		g.sxtl4s(24, 11)
-		g.sxtl24s(25, 11)
-		g.sxtl4s(26, 12)
-		g.sxtl24s(27, 12)
+		g.q6KScales(24, 10)
 		g.op("MOVD R0, R8")      // ql
 		g.op("ADD $128, R0, R9") // qh
 		g.op("ADD $4, R1, R10")  // q8
@@ -248,40 +240,10 @@ func q6K(g *gen) {
 			g.op("VLD1.P 32(R9), [V0.B16, V1.B16]")
 			g.op("VLD1.P 64(R8), [V2.B16, V3.B16, V4.B16, V5.B16]")
 			g.op("VLD1.P 64(R10), [V6.B16, V7.B16, V8.B16, V9.B16]")
-			// values 0..63 of this half: low nibbles, qh bits 0-1 and 2-3.
-			g.shl16b(18, 0, 4)
-			g.shl16b(19, 1, 4)
-			g.and16b(18, 18, m30)
-			g.and16b(19, 19, m30)
-			g.and16b(10, 2, m4)
-			g.and16b(11, 3, m4)
-			g.orr16b(10, 10, 18)
-			g.orr16b(11, 11, 19)
-			g.shl16b(18, 0, 2)
-			g.shl16b(19, 1, 2)
-			g.and16b(18, 18, m30)
-			g.and16b(19, 19, m30)
-			g.and16b(12, 4, m4)
-			g.and16b(13, 5, m4)
-			g.orr16b(12, 12, 18)
-			g.orr16b(13, 13, 19)
+			g.q6KLow(10, 0, 2, 18, m4, m30)
 			mac(24 + 2*n)
 			g.op("VLD1.P 64(R10), [V6.B16, V7.B16, V8.B16, V9.B16]")
-			// values 64..127: high nibbles, qh bits 4-5 and 6-7.
-			g.and16b(18, 0, m30)
-			g.and16b(19, 1, m30)
-			g.ushr16b(10, 2, 4)
-			g.ushr16b(11, 3, 4)
-			g.orr16b(10, 10, 18)
-			g.orr16b(11, 11, 19)
-			g.ushr16b(18, 0, 2)
-			g.ushr16b(19, 1, 2)
-			g.and16b(18, 18, m30)
-			g.and16b(19, 19, m30)
-			g.ushr16b(12, 4, 4)
-			g.ushr16b(13, 5, 4)
-			g.orr16b(12, 12, 18)
-			g.orr16b(13, 13, 19)
+			g.q6KHigh(10, 0, 2, 18, m30)
 			mac(25 + 2*n)
 		}
 		g.sum4(20)
@@ -294,6 +256,60 @@ func q6K(g *gen) {
 		g.faddS(sum, sum, 20)
 	})
 	g.ret(sum, 0)
+}
+
+// q6KScales loads the 16 int8 scales at 192(R0) of a Q6_K block as four
+// int32x4 in vsc..vsc+3; vtmp..vtmp+2 are scratch.
+func (g *gen) q6KScales(vsc, vtmp int) {
+	g.op("ADD $192, R0, R8")
+	g.op("VLD1 (R8), [V%d.B16]", vtmp)
+	g.sxtl8h(vtmp+1, vtmp)
+	g.sxtl28h(vtmp+2, vtmp)
+	g.sxtl4s(vsc, vtmp+1)
+	g.sxtl24s(vsc+1, vtmp+1)
+	g.sxtl4s(vsc+2, vtmp+2)
+	g.sxtl24s(vsc+3, vtmp+2)
+}
+
+// q6KLow makes values 0..63 of a Q6_K half (low nibbles of the four ql
+// vectors at vl..vl+3, with the qh bits 0-1 and 2-3 of the two vectors at
+// vh, vh+1) into vq..vq+3, still offset by 32; vt, vt+1 are scratch.
+func (g *gen) q6KLow(vq, vh, vl, vt, m4, m30 int) {
+	g.shl16b(vt, vh, 4)
+	g.shl16b(vt+1, vh+1, 4)
+	g.and16b(vt, vt, m30)
+	g.and16b(vt+1, vt+1, m30)
+	g.and16b(vq, vl, m4)
+	g.and16b(vq+1, vl+1, m4)
+	g.orr16b(vq, vq, vt)
+	g.orr16b(vq+1, vq+1, vt+1)
+	g.shl16b(vt, vh, 2)
+	g.shl16b(vt+1, vh+1, 2)
+	g.and16b(vt, vt, m30)
+	g.and16b(vt+1, vt+1, m30)
+	g.and16b(vq+2, vl+2, m4)
+	g.and16b(vq+3, vl+3, m4)
+	g.orr16b(vq+2, vq+2, vt)
+	g.orr16b(vq+3, vq+3, vt+1)
+}
+
+// q6KHigh makes values 64..127 of a Q6_K half (high nibbles, qh bits 4-5
+// and 6-7) as q6KLow does.
+func (g *gen) q6KHigh(vq, vh, vl, vt, m30 int) {
+	g.and16b(vt, vh, m30)
+	g.and16b(vt+1, vh+1, m30)
+	g.ushr16b(vq, vl, 4)
+	g.ushr16b(vq+1, vl+1, 4)
+	g.orr16b(vq, vq, vt)
+	g.orr16b(vq+1, vq+1, vt+1)
+	g.ushr16b(vt, vh, 2)
+	g.ushr16b(vt+1, vh+1, 2)
+	g.and16b(vt, vt, m30)
+	g.and16b(vt+1, vt+1, m30)
+	g.ushr16b(vq+2, vl+2, 4)
+	g.ushr16b(vq+3, vl+3, 4)
+	g.orr16b(vq+2, vq+2, vt)
+	g.orr16b(vq+3, vq+3, vt+1)
 }
 
 // q2K is ggml_vec_dot_q2_K_q8_K (NEON path): 2-bit quants dotted with q8,
@@ -368,6 +384,128 @@ func q2K(g *gen) {
 		g.fmulS(28, 1, 28)
 		g.fsubS(20, 20, 28)
 		g.faddS(sum, sum, 20)
+	})
+	g.ret(sum, 0)
+}
+
+// q3KScales unpacks the 12 scale bytes at 96(R0) of a Q3_K block (the
+// aux/kmask code of ggml_vec_dot_q3_K_q8_K) into the 16 scales minus 32 as
+// four int32x4 in vsc..vsc+3; vtmp is scratch and vc32 holds 32 in every
+// byte.
+func (g *gen) q3KScales(vsc, vtmp, vc32 int) {
+	g.op("MOVWU 96(R0), R5")           // aux[0]
+	g.op("MOVWU 100(R0), R6")          // aux[1]
+	g.op("MOVWU 104(R0), R7")          // aux[2]
+	g.op("ANDW $0x0f0f0f0f, R5, R10")  // utmp[0]
+	g.op("ANDW $0x03030303, R7, R9")   //
+	g.op("ORRW R9<<4, R10, R10")       //
+	g.op("ANDW $0x0f0f0f0f, R6, R11")  // utmp[1]
+	g.op("LSRW $2, R7, R9")            //
+	g.op("ANDW $0x03030303, R9, R9")   //
+	g.op("ORRW R9<<4, R11, R11")       //
+	g.op("LSRW $4, R5, R12")           // utmp[2]
+	g.op("ANDW $0x0f0f0f0f, R12, R12") //
+	g.op("LSRW $4, R7, R9")            //
+	g.op("ANDW $0x03030303, R9, R9")   //
+	g.op("ORRW R9<<4, R12, R12")       //
+	g.op("LSRW $4, R6, R13")           // utmp[3]
+	g.op("ANDW $0x0f0f0f0f, R13, R13") //
+	g.op("LSRW $6, R7, R9")            //
+	g.op("ANDW $0x03030303, R9, R9")   //
+	g.op("ORRW R9<<4, R13, R13")       //
+	g.insS(vtmp, 0, 10)
+	g.insS(vtmp, 1, 11)
+	g.insS(vtmp, 2, 12)
+	g.insS(vtmp, 3, 13)
+	g.sub16b(vtmp, vtmp, vc32)
+	g.sxtl8h(vsc+1, vtmp)
+	g.sxtl28h(vsc+3, vtmp)
+	g.sxtl4s(vsc, vsc+1)
+	g.sxtl24s(vsc+1, vsc+1)
+	g.sxtl4s(vsc+2, vsc+3)
+	g.sxtl24s(vsc+3, vsc+3)
+}
+
+// q3KBits computes, for the 64 values of one pass (chunk j, shifts 2k and
+// 2k+2, hmask bits 4j+2k and 4j+2k+1), the signed 3-bit quants into
+// vq..vq+3 as ggml_vec_dot_q3_K_q8_K (NEON path) does: value m takes the
+// low bits (qs byte >> shift) & 3 of qs vector m%2 and subtracts 4 where
+// its hmask bit is clear (a BIC of the bit mask with the hmask bytes,
+// shifted to 4). vqs: the two qs vectors of the chunk; vh: the two hmask
+// vectors, already shifted right by 4 for j = 1; masks: vectors of 1, 2, 4,
+// 8; vtmp..vtmp+3 scratch.
+func (g *gen) q3KBits(k, vq, vqs, vh, m3 int, masks [4]int, vtmp int) {
+	for m := 0; m < 4; m++ {
+		b := 2*k + m/2 // hmask bit (of the shifted hmask) and 2-bit field
+		t := vtmp + m
+		g.bic16b(t, masks[b], vh+m%2)
+		switch {
+		case b < 2:
+			g.shl16b(t, t, 2-b)
+		case b == 3:
+			g.ushr16b(t, t, 1)
+		}
+		q, s := vq+m, 2*b
+		if s == 0 {
+			g.and16b(q, vqs+m%2, m3)
+		} else {
+			g.ushr16b(q, vqs+m%2, s)
+			if s < 6 {
+				g.and16b(q, q, m3)
+			}
+		}
+		g.sub16b(q, q, t)
+	}
+}
+
+// q3K is ggml_vec_dot_q3_K_q8_K (NEON path), with the 16 scales applied by
+// multiply-accumulate into four int32x4 accumulators instead of a
+// horizontal add per 16 values. Then sum += (xd*yd)*isum as dotQ3KQ8K
+// does, so the result is bit-identical to it.
+func q3K(g *gen) {
+	g.header("dotQ3KNEON", "// func dotQ3KNEON(x, y *byte, nb int) float32\n")
+	const m3, c32, sum = 31, 26, 25
+	masks := [4]int{30, 29, 28, 27}
+	g.movi16b(m3, 0x03)
+	for i, v := range masks {
+		g.movi16b(v, 1<<i)
+	}
+	g.movi16b(c32, 0x20)
+	g.zero(sum)
+	g.superLoop("q3K", 110, func() {
+		g.q3KScales(21, 14, c32)
+		g.op("VLD1 (R0), [V15.B16, V16.B16]") // hmask
+		g.op("ADD $32, R0, R8")               // qs
+		g.op("ADD $4, R1, R9")                // q8
+		for a := 17; a < 21; a++ {
+			g.zero(a)
+		}
+		for j := 0; j < 2; j++ {
+			g.op("VLD1.P 32(R8), [V0.B16, V1.B16]")
+			for k := 0; k < 2; k++ {
+				g.op("VLD1.P 64(R9), [V2.B16, V3.B16, V4.B16, V5.B16]")
+				g.q3KBits(k, 6, 0, 15, m3, masks, 10)
+				for m := 0; m < 4; m++ {
+					g.zero(10 + m)
+					g.sdot(10+m, 6+m, 2+m)
+				}
+				for m := 0; m < 4; m++ {
+					g.mla4sElem(17+m, 10+m, 21+2*j+k, m)
+				}
+			}
+			if j == 0 {
+				g.ushr16b(15, 15, 4)
+				g.ushr16b(16, 16, 4)
+			}
+		}
+		g.sum4(17)
+		g.addv4s(17, 17)
+		g.scvtfS(17, 17)
+		g.op("FMOVS (R1), F14")
+		g.fp16(10, 108, 0, 5)
+		g.fmulS(10, 10, 14)
+		g.fmulS(17, 10, 17)
+		g.faddS(sum, sum, 17)
 	})
 	g.ret(sum, 0)
 }

@@ -1,12 +1,13 @@
-// Command neongen writes engine/quant's arm64 NEON dot products
-// (simd_neon_arm64.s): ports of llama.cpp's ggml-cpu/arch/arm/quants.c
-// using the dot-product extension (SDOT). Go's assembler lacks most of
-// these instructions, so they are emitted as WORD encodings with the
-// instruction in a comment.
+// Command neongen writes engine/quant's arm64 NEON kernels: the dot
+// products and activation quantizers (simd_neon_arm64.s), ports of
+// llama.cpp's ggml-cpu/arch/arm/quants.c using the dot-product extension
+// (SDOT), and the Gemm tiles (simd_neon_gemm_arm64.s, gemm.go). Go's
+// assembler lacks most of these instructions, so they are emitted as WORD
+// encodings with the instruction in a comment.
 //
 // Usage (from engine/quant, via go generate):
 //
-//	go run ./internal/neongen -out simd_neon_arm64.s
+//	go run ./internal/neongen -out simd_neon_arm64.s -gemm simd_neon_gemm_arm64.s
 package main
 
 import (
@@ -18,9 +19,13 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "simd_neon_arm64.s", "output file")
+	out := flag.String("out", "simd_neon_arm64.s", "output file of the dot products and quantizers")
+	gemm := flag.String("gemm", "simd_neon_gemm_arm64.s", "output file of the Gemm tiles")
 	flag.Parse()
 	if err := genfile.Write(*out, generate()); err != nil {
+		log.Fatal(err)
+	}
+	if err := genfile.Write(*gemm, generateGemm()); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -31,6 +36,7 @@ func generate() []byte {
 	g.b.WriteString("//go:build !purego\n\n#include \"textflag.h\"\n")
 	for _, k := range []func(*gen){
 		q8_0, q4_0, q4K, q5K, q6K, q2K, iq4XS, iq2XS, iq2XXS, iq3XXS,
+		q3K, f32Dot, f16Dot, bf16Dot, quantQ8_0, quantQ8K,
 	} {
 		g.b.WriteString("\n")
 		k(g)
