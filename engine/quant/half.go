@@ -71,3 +71,13 @@ func Float32ToBF16(f float32) uint16 {
 	}
 	return uint16((u + (0x7fff + ((u >> 16) & 1))) >> 16)
 }
+
+// Float32sToFP16 converts src to fp16 into dst (len(dst) ≥ len(src)), each
+// value as Float32ToFP16 does; amd64 uses F16C's VCVTPS2PH, 8 at a time.
+func Float32sToFP16(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	i := float32sToFP16Arch(dst, src)
+	for ; i < len(src); i++ {
+		dst[i] = Float32ToFP16(src[i])
+	}
+}

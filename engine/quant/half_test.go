@@ -141,3 +141,32 @@ func TestBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestFloat32sToFP16 checks the bulk conversion bit for bit against
+// Float32ToFP16 on a strided sweep of all float32 bit patterns (every
+// exponent, subnormals, ties, infinities and NaNs) and on lengths around
+// the 8-value steps.
+func TestFloat32sToFP16(t *testing.T) {
+	src := make([]float32, 0, 1<<20+16)
+	for b := uint64(0); b < 1<<32; b += 4093 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	for _, f := range []float32{0.5, 1, 65504, 65520, 65519.99, 6.1035156e-05, 5.9604645e-08, 2.9802322e-08, 2.9802326e-08} {
+		src = append(src, f, -f)
+	}
+	dst := make([]uint16, len(src))
+	for _, n := range []int{len(src), 0, 1, 7, 8, 9, 17} {
+		for i := range dst {
+			dst[i] = 0xdead
+		}
+		Float32sToFP16(dst, src[:n])
+		for i := 0; i < n; i++ {
+			if want := Float32ToFP16(src[i]); dst[i] != want {
+				t.Fatalf("n=%d: %v (%#08x) → %#04x, want %#04x", n, src[i], math.Float32bits(src[i]), dst[i], want)
+			}
+		}
+		if n < len(dst) && dst[n] != 0xdead {
+			t.Fatalf("n=%d: wrote past the end", n)
+		}
+	}
+}

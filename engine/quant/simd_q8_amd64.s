@@ -638,3 +638,84 @@ q8zdone:
 	VMOVSS X15, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func gemmF16AVX2Asm(w *byte, wStride, rows int, a *byte, n int, out *float32)
+// out[r] = dotF16AVX2(n, w+r*wStride, a) for r < rows, bit for bit: the
+// chunks of 32 as dotF16AVX2Asm, then the last n%32 products added in
+// float64, in order, as dotF16AVX2's Go tail does. One call covers every
+// row (the attention rows of one head), so short rows cost no Go call each.
+TEXT ·gemmF16AVX2Asm(SB), NOSPLIT, $0-48
+	MOVQ  w+0(FP), R8
+	MOVQ  wStride+8(FP), R9
+	MOVQ  rows+16(FP), R10
+	MOVQ  a+24(FP), R11
+	MOVQ  n+32(FP), R12
+	MOVQ  out+40(FP), R13
+	MOVQ  R12, R14
+	SHRQ  $5, R14
+	ANDQ  $31, R12
+	TESTQ R10, R10
+	JZ    g16done
+
+g16row:
+	MOVQ   R8, SI
+	MOVQ   R11, DI
+	MOVQ   R14, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  CX, CX
+	JZ     g16chunksdone
+
+g16chunk:
+	VCVTPH2PS   0(SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VCVTPH2PS   0(DI), Y8
+	VCVTPH2PS   16(DI), Y9
+	VCVTPH2PS   32(DI), Y10
+	VCVTPH2PS   48(DI), Y11
+	VFMADD231PS Y8, Y4, Y0
+	VFMADD231PS Y9, Y5, Y1
+	VFMADD231PS Y10, Y6, Y2
+	VFMADD231PS Y11, Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	DECQ        CX
+	JNZ         g16chunk
+
+g16chunksdone:
+	REDUCE4
+	VHADDPS   X0, X0, X0
+	VHADDPS   X0, X0, X0
+	VCVTSS2SD X0, X0, X0
+	MOVQ      R12, CX
+	TESTQ     CX, CX
+	JZ        g16taildone
+
+g16tail:
+	VPBROADCASTW (SI), X1
+	VPBROADCASTW (DI), X2
+	VCVTPH2PS    X1, X1
+	VCVTPH2PS    X2, X2
+	VMULSS       X2, X1, X1
+	VCVTSS2SD    X1, X1, X1
+	VADDSD       X1, X0, X0
+	ADDQ         $2, SI
+	ADDQ         $2, DI
+	DECQ         CX
+	JNZ          g16tail
+
+g16taildone:
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, (R13)
+	ADDQ      $4, R13
+	ADDQ      R9, R8
+	DECQ      R10
+	JNZ       g16row
+
+g16done:
+	VZEROUPPER
+	RET

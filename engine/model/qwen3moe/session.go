@@ -238,25 +238,19 @@ func (a *attnTask) Run(w, item int) {
 	q16 := s.half[w][:hd]
 	p16 := s.half[w][hd : hd+npos]
 	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	for d, v := range q {
-		q16[d] = quant.Float32ToFP16(v)
-	}
-	qb := f16Bytes(q16)
-	dot := s.m.f16.Dot
-	for j := 0; j < npos; j++ {
-		off := 2 * (j*s.kvDim + kvh*hd)
-		sc[j] = dot(hd, a.kb[off:off+2*hd], qb) * a.scale
+	quant.Float32sToFP16(q16, q)
+	// One Gemm call per product (each output is the F16 Dot of one row):
+	// K·Q over the positions, whose K rows are kvDim apart, then P·V over
+	// the channels, whose V rows are nCtx apart.
+	f16 := s.m.f16
+	f16.Gemm(hd, a.kb[2*kvh*hd:], 2*s.kvDim, npos, f16Bytes(q16), 0, 1, sc, npos)
+	for j := range sc {
+		sc[j] *= a.scale
 	}
 	cpu.Softmax(sc)
-	for j, p := range sc {
-		p16[j] = quant.Float32ToFP16(p)
-	}
-	pb := f16Bytes(p16)
+	quant.Float32sToFP16(p16, sc)
 	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	for d := range out {
-		off := 2 * ((kvh*hd + d) * s.nCtx)
-		out[d] = dot(npos, a.vb[off:off+2*npos], pb)
-	}
+	f16.Gemm(npos, a.vb[2*kvh*hd*s.nCtx:], 2*s.nCtx, hd, f16Bytes(p16), 0, 1, out, hd)
 }
 
 // moeBuf holds the MoE layer's per-batch buffers.
