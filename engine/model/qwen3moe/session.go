@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/strata-llm/strata/engine/cpu"
+	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/quant"
 )
@@ -40,6 +41,8 @@ type Session struct {
 	attn  attnTask
 	out   []float32 // logits
 	rows  [][]float32
+
+	rowTask rowTask
 }
 
 // MemoryBytes is what the session holds: its F16 KV cache and the
@@ -169,9 +172,8 @@ func (s *Session) attention(il, nt int) {
 	e, hd := hp.Embd, hp.HeadDim
 	qDim := hp.Heads * hd
 	x, xn := s.x[:nt*e], s.xn[:nt*e]
-	for t := 0; t < nt; t++ {
-		cpu.RMSNorm(xn[t*e:(t+1)*e], x[t*e:(t+1)*e], l.attnNorm, hp.Eps)
-	}
+	s.rowTask = rowTask{s: s, step: stepAttnNorm, l: l}
+	m.pool.Run(nt, &s.rowTask)
 	// Q, K and V share the quantized input when their weights share a type.
 	s.acts.Quantize(m.pool, l.wq.VecDotType(), xn, nt, e)
 	cpu.MatMul(m.pool, &l.wq, &s.acts, s.q[:nt*qDim])
@@ -184,29 +186,9 @@ func (s *Session) attention(il, nt int) {
 	}
 	cpu.MatMul(m.pool, &l.wv, &s.acts, s.vc[:nt*s.kvDim])
 
-	// Q/K norm, RoPE, and K/V into the F16 cache: K by position (one row of
-	// kvDim per position), V transposed (one row of nCtx per channel), as
-	// llama.cpp lays them out without flash attention.
 	kcache, vcache := s.k[il], s.v[il]
-	for t := 0; t < nt; t++ {
-		cs := s.rope[t*hp.RopeDims : (t+1)*hp.RopeDims]
-		for h := 0; h < hp.Heads; h++ {
-			q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			cpu.RMSNorm(q, q, l.qNorm, hp.Eps)
-			cpu.ApplyNeox(q, cs, hp.RopeDims)
-		}
-		pos := s.n + t
-		for h := 0; h < hp.HeadsKV; h++ {
-			k := s.kc[t*s.kvDim+h*hd : t*s.kvDim+(h+1)*hd]
-			cpu.RMSNorm(k, k, l.kNorm, hp.Eps)
-			cpu.ApplyNeox(k, cs, hp.RopeDims)
-		}
-		kdst := kcache[pos*s.kvDim : (pos+1)*s.kvDim]
-		for i := range kdst {
-			kdst[i] = quant.Float32ToFP16(s.kc[t*s.kvDim+i])
-			vcache[i*s.nCtx+pos] = quant.Float32ToFP16(s.vc[t*s.kvDim+i])
-		}
-	}
+	s.rowTask = rowTask{s: s, step: stepRope, l: l, il: il}
+	m.pool.Run(nt, &s.rowTask)
 
 	// Causal attention, one item per (token, head), as llama.cpp computes it
 	// without flash attention: Q rounded to F16 for the F16 dot with K, a
@@ -217,6 +199,68 @@ func (s *Session) attention(il, nt int) {
 	m.pool.Run(nt*hp.Heads, &s.attn)
 	s.linear(&l.wo, s.att[:nt*qDim], nt, s.proj[:nt*e])
 	cpu.Add(x, s.proj[:nt*e])
+}
+
+// rowTask runs a per-token step of a layer, one item per token, so that
+// a prompt's tokens are spread over the threads (one token runs inline).
+type rowTask struct {
+	s    *Session
+	step int
+	l    *layer
+	il   int
+}
+
+const (
+	stepAttnNorm = iota // attention RMSNorm
+	stepRope            // Q/K norm, RoPE, K and V into the cache
+	stepFFNNorm         // FFN RMSNorm
+	stepRoute           // router softmax and top-k
+	stepCombine         // weighted sum of the token's experts, residual
+)
+
+func (r *rowTask) Run(w, t int) {
+	s, l := r.s, r.l
+	hp := s.m.hp
+	e := hp.Embd
+	switch r.step {
+	case stepAttnNorm:
+		cpu.RMSNorm(s.xn[t*e:(t+1)*e], s.x[t*e:(t+1)*e], l.attnNorm, hp.Eps)
+	case stepFFNNorm:
+		cpu.RMSNorm(s.xn[t*e:(t+1)*e], s.x[t*e:(t+1)*e], l.ffnNorm, hp.Eps)
+	case stepRope:
+		s.ropeRow(l, r.il, t)
+	case stepRoute:
+		s.routeRow(w, t)
+	case stepCombine:
+		s.combineRow(t)
+	}
+}
+
+// ropeRow applies the Q/K norms and RoPE to token t and writes its K and V
+// into the layer's F16 cache: K by position (one row of kvDim per
+// position), V transposed (one row of nCtx per channel), as llama.cpp lays
+// them out without flash attention.
+func (s *Session) ropeRow(l *layer, il, t int) {
+	hp := s.m.hp
+	hd := hp.HeadDim
+	qDim := hp.Heads * hd
+	kcache, vcache := s.k[il], s.v[il]
+	cs := s.rope[t*hp.RopeDims : (t+1)*hp.RopeDims]
+	for h := 0; h < hp.Heads; h++ {
+		q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+		cpu.RMSNorm(q, q, l.qNorm, hp.Eps)
+		cpu.ApplyNeox(q, cs, hp.RopeDims)
+	}
+	pos := s.n + t
+	for h := 0; h < hp.HeadsKV; h++ {
+		k := s.kc[t*s.kvDim+h*hd : t*s.kvDim+(h+1)*hd]
+		cpu.RMSNorm(k, k, l.kNorm, hp.Eps)
+		cpu.ApplyNeox(k, cs, hp.RopeDims)
+	}
+	quant.Float32sToFP16(kcache[pos*s.kvDim:(pos+1)*s.kvDim], s.kc[t*s.kvDim:(t+1)*s.kvDim])
+	for i, v := range s.vc[t*s.kvDim : (t+1)*s.kvDim] {
+		vcache[i*s.nCtx+pos] = quant.Float32ToFP16(v)
+	}
 }
 
 // attnTask is one layer's attention, one item per (token, head).
@@ -258,6 +302,8 @@ type moeBuf struct {
 	logits  []float32 // [nt][experts]
 	sel     []int32   // [nt][used] chosen experts, best first
 	wts     []float32 // [nt][used]
+	srcA    []int32   // [nt][used] the slot's active expert (index into order)
+	srcJ    []int32   // [nt][used] the slot's row among that expert's rows
 	order   []int     // expert ids, in processing order
 	groups  [][]int   // per expert: slot indices t*used+k
 	gacts   []cpu.Acts
@@ -265,13 +311,13 @@ type moeBuf struct {
 	up      [][]float32
 	down    [][]float32 // per active expert: [m][embd]
 	hacts   []cpu.Acts
-	y       []float32 // [nt*used][embd]
 	weights []model.ExpertWeights
 	mats    expertMats
-	idx     []int
+	idx     [][]int // per thread: top-k scratch
 
 	upTask   moeUpTask
 	downTask moeDownTask
+	expTask  expertTask
 }
 
 // expertChunks cuts each of m matrices of rows rows into contiguous
@@ -343,47 +389,35 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 	m, hp := s.m, s.m.hp
 	l := &m.layers[il]
 	e, ne, nu, ff := hp.Embd, hp.Experts, hp.ExpertsUsed, hp.FFExpert
-	x, xn := s.x[:nt*e], s.xn[:nt*e]
+	xn := s.xn[:nt*e]
 	b := &s.moe
-	for t := 0; t < nt; t++ {
-		cpu.RMSNorm(xn[t*e:(t+1)*e], x[t*e:(t+1)*e], l.ffnNorm, hp.Eps)
-	}
+	s.rowTask = rowTask{s: s, step: stepFFNNorm, l: l}
+	m.pool.Run(nt, &s.rowTask)
 	// Router: softmax over experts, top-k, renormalised weights.
 	b.logits = grow(b.logits, nt*ne)
 	s.linear(&l.router, xn, nt, b.logits)
 	if cap(b.sel) < nt*nu {
 		b.sel = make([]int32, nt*nu)
 		b.wts = make([]float32, nt*nu)
+		b.srcA = make([]int32, nt*nu)
+		b.srcJ = make([]int32, nt*nu)
 	}
 	b.sel, b.wts = b.sel[:nt*nu], b.wts[:nt*nu]
-	if cap(b.idx) < ne {
-		b.idx = make([]int, ne)
+	b.srcA, b.srcJ = b.srcA[:nt*nu], b.srcJ[:nt*nu]
+	for len(b.idx) < m.pool.Threads() {
+		b.idx = append(b.idx, make([]int, 0, ne))
 	}
+	s.rowTask = rowTask{s: s, step: stepRoute, l: l}
+	m.pool.Run(nt, &s.rowTask)
+	// Group the slots by expert, in token order.
 	if len(b.groups) < ne {
 		b.groups = make([][]int, ne)
 	}
 	for i := range b.groups[:ne] {
 		b.groups[i] = b.groups[i][:0]
 	}
-	for t := 0; t < nt; t++ {
-		p := b.logits[t*ne : (t+1)*ne]
-		cpu.Softmax(p)
-		idx := topK(p, nu, b.idx[:0])
-		var sum float32
-		for k := 0; k < nu; k++ {
-			b.sel[t*nu+k] = int32(idx[k])
-			b.wts[t*nu+k] = p[idx[k]]
-			sum += p[idx[k]]
-		}
-		sum = max(sum, 6.103515625e-5)
-		for k := 0; k < nu; k++ {
-			b.wts[t*nu+k] /= sum
-			if hp.WeightsScale != 0 && hp.WeightsScale != 1 {
-				b.wts[t*nu+k] *= hp.WeightsScale
-			}
-			ex := idx[k]
-			b.groups[ex] = append(b.groups[ex], t*nu+k)
-		}
+	for slot, ex := range b.sel {
+		b.groups[ex] = append(b.groups[ex], slot)
 	}
 	b.order = b.order[:0]
 	for ex := 0; ex < ne; ex++ {
@@ -413,8 +447,15 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 	if err := ws.set(b.weights, ff, e); err != nil {
 		return fmt.Errorf("layer %d: %w", il, err)
 	}
+	vdt := ws.gate[0].VecDotType()
+	for a := range b.order {
+		if ws.gate[a].VecDotType() != vdt || ws.up[a].VecDotType() != vdt {
+			return fmt.Errorf("layer %d: experts of mixed weight types (%s, %s) are not supported", il, ws.gate[a].Type, ws.up[a].Type)
+		}
+	}
 
-	// Gather each active expert's rows of the normed input, quantized once.
+	// Size each active expert's buffers; gather its rows of the normed
+	// input, quantized once, in parallel over experts.
 	for len(b.gacts) < na {
 		b.gacts = append(b.gacts, cpu.Acts{})
 		b.hacts = append(b.hacts, cpu.Acts{})
@@ -422,69 +463,124 @@ func (s *Session) moeLayer(ctx context.Context, il, nt int) error {
 		b.up = append(b.up, nil)
 		b.down = append(b.down, nil)
 	}
-	vdt := ws.gate[0].VecDotType()
 	s.acts2.Quantize(m.pool, vdt, xn, nt, e)
 	for a, ex := range b.order {
-		g := &b.gacts[a]
 		rows := b.groups[ex]
-		g.Type, g.N, g.Cols, g.Size = vdt, len(rows), e, s.acts2.Size
-		if need := len(rows) * g.Size; cap(g.Buf) < need {
-			g.Buf = make([]byte, need)
-		} else {
-			g.Buf = g.Buf[:need]
-		}
-		for r, slot := range rows {
-			copy(g.Buf[r*g.Size:(r+1)*g.Size], s.acts2.Row(slot/nu))
-		}
-		b.gate[a] = grow(b.gate[a], len(rows)*ff)
-		b.up[a] = grow(b.up[a], len(rows)*ff)
-		b.down[a] = grow(b.down[a], len(rows)*e)
-	}
-	for a := range b.order {
-		if ws.gate[a].VecDotType() != vdt || ws.up[a].VecDotType() != vdt {
-			return fmt.Errorf("layer %d: experts of mixed weight types (%s, %s) are not supported", il, ws.gate[a].Type, ws.up[a].Type)
+		n := len(rows)
+		sizeActs(&b.gacts[a], vdt, n, e)
+		sizeActs(&b.hacts[a], ws.down[a].VecDotType(), n, ff)
+		b.gate[a] = grow(b.gate[a], n*ff)
+		b.up[a] = grow(b.up[a], n*ff)
+		b.down[a] = grow(b.down[a], n*e)
+		for j, slot := range rows {
+			b.srcA[slot], b.srcJ[slot] = int32(a), int32(j)
 		}
 	}
-	// Gate and up projections: items are (expert, row chunk).
+	b.expTask = expertTask{s: s, gather: true}
+	m.pool.Run(na, &b.expTask)
+	// Gate and up projections: items are (expert, which, row chunk).
 	per, chunk := expertChunks(ff, 2*na, m.pool.Threads())
 	b.upTask = moeUpTask{b: b, ff: ff, per: per, chunk: chunk}
 	m.pool.Run(na*2*per, &b.upTask)
-	// SwiGLU, then quantize for the down projection.
-	for a := range b.order {
-		n := b.gacts[a].N
-		cpu.SwiGLU(b.gate[a][:n*ff], b.gate[a][:n*ff], b.up[a][:n*ff])
-		b.hacts[a].Quantize(m.pool, ws.down[a].VecDotType(), b.gate[a][:n*ff], n, ff)
-	}
-	// Down projection, per expert, then scattered to the slots.
+	// SwiGLU, then quantize for the down projection, per expert.
+	b.expTask = expertTask{s: s}
+	m.pool.Run(na, &b.expTask)
+	// Down projection, per expert.
 	perD, chunkD := expertChunks(e, na, m.pool.Threads())
 	b.downTask = moeDownTask{b: b, e: e, per: perD, chunk: chunkD}
 	m.pool.Run(na*perD, &b.downTask)
-	b.y = grow(b.y, nt*nu*e)
-	for a, ex := range b.order {
-		for j, slot := range b.groups[ex] {
-			copy(b.y[slot*e:(slot+1)*e], b.down[a][j*e:(j+1)*e])
+	// Weighted sum of each token's experts, then the residual.
+	s.rowTask = rowTask{s: s, step: stepCombine, l: l}
+	m.pool.Run(nt, &s.rowTask)
+	return nil
+}
+
+// sizeActs sets a's shape for n rows of cols values of type t and grows
+// its buffer.
+func sizeActs(a *cpu.Acts, t ggml.Type, n, cols int) {
+	a.Type, a.N, a.Cols, a.Size = t, n, cols, quant.ActivationSize(t, cols)
+	if need := n * a.Size; cap(a.Buf) < need {
+		a.Buf = make([]byte, need)
+	} else {
+		a.Buf = a.Buf[:need]
+	}
+}
+
+// expertTask runs a per-expert step, one item per active expert: gather
+// the expert's rows of the quantized input, or SwiGLU and quantize its
+// hidden rows for the down projection.
+type expertTask struct {
+	s      *Session
+	gather bool
+}
+
+func (x *expertTask) Run(_, a int) {
+	s := x.s
+	b := &s.moe
+	rows := b.groups[b.order[a]]
+	if x.gather {
+		g := &b.gacts[a]
+		for r, slot := range rows {
+			copy(g.Buf[r*g.Size:(r+1)*g.Size], s.acts2.Row(slot/s.m.hp.ExpertsUsed))
+		}
+		return
+	}
+	ff := s.m.hp.FFExpert
+	h := &b.hacts[a]
+	for r := range rows {
+		g := b.gate[a][r*ff : (r+1)*ff]
+		cpu.SwiGLU(g, g, b.up[a][r*ff:(r+1)*ff])
+		quant.QuantizeActivations(h.Type, g, h.Buf[r*h.Size:(r+1)*h.Size])
+	}
+}
+
+// routeRow picks token t's experts: softmax over the router logits, the
+// top k, their probabilities renormalised (and scaled).
+func (s *Session) routeRow(w, t int) {
+	hp := s.m.hp
+	b := &s.moe
+	ne, nu := hp.Experts, hp.ExpertsUsed
+	p := b.logits[t*ne : (t+1)*ne]
+	cpu.Softmax(p)
+	idx := topK(p, nu, b.idx[w][:0]) // scratch of thread w
+	var sum float32
+	for k := 0; k < nu; k++ {
+		b.sel[t*nu+k] = int32(idx[k])
+		b.wts[t*nu+k] = p[idx[k]]
+		sum += p[idx[k]]
+	}
+	sum = max(sum, 6.103515625e-5)
+	for k := 0; k < nu; k++ {
+		b.wts[t*nu+k] /= sum
+		if hp.WeightsScale != 0 && hp.WeightsScale != 1 {
+			b.wts[t*nu+k] *= hp.WeightsScale
 		}
 	}
-	// Weighted sum in slot order, as ggml adds the expert views, then the
-	// residual.
-	for t := 0; t < nt; t++ {
-		out := s.proj[t*e : (t+1)*e]
-		for k := 0; k < nu; k++ {
-			y := b.y[(t*nu+k)*e : (t*nu+k+1)*e]
-			wk := b.wts[t*nu+k]
-			if k == 0 {
-				for i := range out {
-					out[i] = y[i] * wk
-				}
-			} else {
-				for i := range out {
-					out[i] += float32(y[i] * wk) // no FMA on arm64: round as ggml's mul then add
-				}
+}
+
+// combineRow adds token t's expert outputs, weighted, in slot order (as
+// ggml adds the expert views), then the residual.
+func (s *Session) combineRow(t int) {
+	hp := s.m.hp
+	b := &s.moe
+	e, nu := hp.Embd, hp.ExpertsUsed
+	out := s.proj[t*e : (t+1)*e]
+	for k := 0; k < nu; k++ {
+		slot := t*nu + k
+		a, j := b.srcA[slot], int(b.srcJ[slot])
+		y := b.down[a][j*e : (j+1)*e]
+		wk := b.wts[slot]
+		if k == 0 {
+			for i := range out {
+				out[i] = y[i] * wk
+			}
+		} else {
+			for i := range out {
+				out[i] += float32(y[i] * wk) // no FMA on arm64: round as ggml's mul then add
 			}
 		}
-		cpu.Add(x[t*e:(t+1)*e], out)
 	}
-	return nil
+	cpu.Add(s.x[t*e:(t+1)*e], out)
 }
 
 // expertMats are the active experts' weights as matrices.
