@@ -20,8 +20,11 @@ func RMSNorm(out, x, w []float32, eps float32) {
 	}
 }
 
-// Softmax replaces x by its softmax (max subtracted, sum in float64, as
-// ggml_soft_max).
+// Softmax replaces x by its softmax as ggml_soft_max computes it: the
+// maximum subtracted, exponentials summed in float64, then scaled by the
+// inverse of the sum. Where ggml has a vector expf (amd64 with AVX2+FMA)
+// the same one is used, 8 values at a time, and the rest with expf
+// (math.Exp rounded to float32).
 func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
@@ -32,9 +35,9 @@ func Softmax(x []float32) {
 			mx = v
 		}
 	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
+	i, sum := expSumArch(x, mx)
+	for ; i < len(x); i++ {
+		e := float32(math.Exp(float64(x[i] - mx)))
 		x[i] = e
 		sum += float64(e)
 	}
@@ -44,11 +47,14 @@ func Softmax(x []float32) {
 	}
 }
 
-// SwiGLU writes silu(gate)·up to out (out may alias gate or up).
+// SwiGLU writes silu(gate)·up to out (out may alias gate or up), as
+// ggml_vec_swiglu_f32: silu(x) = x/(1+expf(-x)), with ggml's vector expf
+// where it has one (see Softmax).
 func SwiGLU(out, gate, up []float32) {
 	up = up[:len(gate)]
 	out = out[:len(gate)]
-	for i, g := range gate {
+	for i := siluMulArch(out, gate, up); i < len(gate); i++ {
+		g := gate[i]
 		out[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
 	}
 }

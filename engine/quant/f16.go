@@ -63,3 +63,51 @@ func randomF16(dst []byte, rng *rand.Rand, scale float32) {
 		putFP16(dst[i:], float32(rng.NormFloat64())*scale)
 	}
 }
+
+// DotF16Rows computes out[r] = the F16 Dot of n values of row r of w (rows
+// wStride bytes apart) with a, where a holds fp16 values already widened
+// to float32 (as FP16sToFloat32 gives): the same sums as the F16 Kernel's
+// Dot, bit for bit, without widening a again for every row. It is
+// attention's K·Q and P·V.
+func DotF16Rows(n int, w []byte, wStride, rows int, a []float32, out []float32) {
+	if rows <= 0 {
+		return
+	}
+	a, out = a[:n], out[:rows]
+	if n > 0 {
+		_ = w[(rows-1)*wStride+2*n-1]
+	}
+	r := dotF16RowsArch(n, w, wStride, rows, a, out)
+	for ; r < rows; r++ {
+		out[r] = dotF16F32(n, w[r*wStride:r*wStride+2*n], a)
+	}
+}
+
+// dotF16F32 is dotF16 with the second operand widened.
+func dotF16F32(n int, w []byte, a []float32) float32 {
+	np := n &^ 31
+	var acc [32]float32
+	for i := 0; i < np; i += 32 {
+		x := (*[64]byte)(w[2*i:])
+		y := (*[32]float32)(a[i:])
+		for k := 0; k < 32; k++ {
+			acc[k] += float32(fp16At(x[2*k:]) * y[k])
+		}
+	}
+	sumf := float64(reduceF32x8x4(&acc))
+	for i := np; i < n; i++ {
+		sumf += float64(fp16At(w[2*i:]) * a[i])
+	}
+	return float32(sumf)
+}
+
+// RoundFP16 sets dst[i] to src[i] rounded to fp16 and widened back
+// (FP16ToFloat32(Float32ToFP16(src[i]))), len(dst) ≥ len(src): the
+// operands DotF16Rows takes. amd64 uses F16C, 8 at a time.
+func RoundFP16(dst, src []float32) {
+	dst = dst[:len(src)]
+	i := roundFP16Arch(dst, src)
+	for ; i < len(src); i++ {
+		dst[i] = FP16ToFloat32(Float32ToFP16(src[i]))
+	}
+}

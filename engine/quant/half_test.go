@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/strata-llm/strata/engine/ggml"
 )
 
 func TestFP16RoundTripExhaustive(t *testing.T) {
@@ -167,6 +169,62 @@ func TestFloat32sToFP16(t *testing.T) {
 		}
 		if n < len(dst) && dst[n] != 0xdead {
 			t.Fatalf("n=%d: wrote past the end", n)
+		}
+	}
+}
+
+// TestRoundFP16 checks RoundFP16 bit for bit against the scalar
+// conversions on the same sweep as TestFloat32sToFP16.
+func TestRoundFP16(t *testing.T) {
+	var src []float32
+	for b := uint64(0); b < 1<<32; b += 4093 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	dst := make([]float32, len(src))
+	for _, n := range []int{len(src), 1, 7, 8, 9, 17} {
+		RoundFP16(dst, src[:n])
+		for i := 0; i < n; i++ {
+			want := FP16ToFloat32(Float32ToFP16(src[i]))
+			if math.Float32bits(dst[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d: %#08x → %#08x, want %#08x", n, math.Float32bits(src[i]), math.Float32bits(dst[i]), math.Float32bits(want))
+			}
+		}
+	}
+}
+
+// TestDotF16Rows checks DotF16Rows bit for bit against the F16 Kernel's
+// Dot and GoDot, for lengths with and without a tail, on strided rows.
+func TestDotF16Rows(t *testing.T) {
+	k, err := For(ggml.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 7, 31, 32, 33, 64, 128, 129, 300, 513} {
+		for _, rows := range []int{1, 2, 17} {
+			ws := 2*n + 2*rng.IntN(4)
+			w := make([]byte, max(0, (rows-1)*ws+2*n))
+			for i := 0; i+1 < len(w); i += 2 {
+				putFP16(w[i:], float32(rng.NormFloat64()*math.Pow(2, float64(rng.IntN(20)-10))))
+			}
+			a16 := make([]byte, 2*n)
+			a := make([]float32, n)
+			for i := range a {
+				putFP16(a16[2*i:], float32(rng.NormFloat64()))
+				a[i] = fp16At(a16[2*i:])
+			}
+			out := make([]float32, rows+1)
+			out[rows] = 42
+			DotF16Rows(n, w, ws, rows, a, out[:rows])
+			for r := 0; r < rows; r++ {
+				wr := w[r*ws : r*ws+2*n]
+				if got, dot, ref := out[r], k.Dot(n, wr, a16), k.GoDot(n, wr, a16); math.Float32bits(got) != math.Float32bits(dot) || math.Float32bits(got) != math.Float32bits(ref) {
+					t.Fatalf("n=%d rows=%d: out[%d] = %v, Dot %v, GoDot %v", n, rows, r, got, dot, ref)
+				}
+			}
+			if out[rows] != 42 {
+				t.Fatalf("n=%d rows=%d: wrote past the rows", n, rows)
+			}
 		}
 	}
 }

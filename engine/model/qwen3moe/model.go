@@ -35,7 +35,6 @@ type Model struct {
 	layers  []layer
 	experts model.ExpertSource
 	rope    cpu.Rope
-	f16     *quant.Kernel // the F16·F16 dot of attention
 }
 
 type layer struct {
@@ -147,9 +146,6 @@ func Open(f *gguf.File, opts Options) (*Model, error) {
 		m.rope.FreqScale = 1 / hp.RopeFactor
 		m.rope.ExtFactor = 1
 	}
-	if m.f16, err = quant.For(ggml.F16); err != nil {
-		return nil, err
-	}
 	m.pool = cpu.NewPool(opts.Threads)
 	return m, nil
 }
@@ -219,10 +215,10 @@ func (m *Model) NewSession(nCtx int) (model.Session, error) {
 		s.v[i] = make([]uint16, nCtx*kv)
 	}
 	s.scratch = make([][]float32, m.pool.Threads())
-	s.half = make([][]uint16, m.pool.Threads())
+	s.qf = make([][]float32, m.pool.Threads())
 	for i := range s.scratch {
 		s.scratch[i] = make([]float32, nCtx)
-		s.half[i] = make([]uint16, nCtx+m.hp.HeadDim)
+		s.qf[i] = make([]float32, m.hp.HeadDim)
 	}
 	return s, nil
 }

@@ -23,7 +23,7 @@ type Session struct {
 	k, v  [][]uint16 // per layer: [nCtx][kvDim] F16
 
 	scratch [][]float32 // per thread: attention scores
-	half    [][]uint16  // per thread: F16 query and probabilities
+	qf      [][]float32 // per thread: the query rounded to fp16
 
 	// batch buffers
 	cap   int
@@ -75,7 +75,7 @@ func (s *Session) Truncate(n int) error {
 
 // Close implements model.Session.
 func (s *Session) Close() error {
-	s.k, s.v, s.scratch, s.half = nil, nil, nil, nil
+	s.k, s.v, s.scratch, s.qf = nil, nil, nil, nil
 	return nil
 }
 
@@ -279,22 +279,21 @@ func (a *attnTask) Run(w, item int) {
 	kvh := h / a.group
 	npos := s.n + t + 1
 	sc := s.scratch[w][:npos]
-	q16 := s.half[w][:hd]
-	p16 := s.half[w][hd : hd+npos]
+	q16 := s.qf[w][:hd]
 	q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	quant.Float32sToFP16(q16, q)
-	// One Gemm call per product (each output is the F16 Dot of one row):
+	quant.RoundFP16(q16, q)
 	// K·Q over the positions, whose K rows are kvDim apart, then P·V over
-	// the channels, whose V rows are nCtx apart.
-	f16 := s.m.f16
-	f16.Gemm(hd, a.kb[2*kvh*hd:], 2*s.kvDim, npos, f16Bytes(q16), 0, 1, sc, npos)
+	// the channels, whose V rows are nCtx apart; each output is the F16
+	// Dot of its row with Q or P rounded to fp16, as llama.cpp's F16
+	// mul_mat computes it.
+	quant.DotF16Rows(hd, a.kb[2*kvh*hd:], 2*s.kvDim, npos, q16, sc)
 	for j := range sc {
 		sc[j] *= a.scale
 	}
 	cpu.Softmax(sc)
-	quant.Float32sToFP16(p16, sc)
+	quant.RoundFP16(sc, sc)
 	out := s.att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	f16.Gemm(npos, a.vb[2*kvh*hd*s.nCtx:], 2*s.nCtx, hd, f16Bytes(p16), 0, 1, out, hd)
+	quant.DotF16Rows(npos, a.vb[2*kvh*hd*s.nCtx:], 2*s.nCtx, hd, sc, out)
 }
 
 // moeBuf holds the MoE layer's per-batch buffers.
