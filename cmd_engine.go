@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/tokenizer"
+	"github.com/strata-llm/strata/internal/cores"
 )
 
 // cmdTokenize prints the token ids of a text, as a raw prompt is tokenized.
@@ -93,7 +93,7 @@ func cmdEval(ctx context.Context, env *cmdEnv, args []string) error {
 	prompt := fs.String("prompt", "", "text, tokenized as a raw prompt")
 	tokens := fs.String("tokens", "", "comma-separated token ids (instead of --prompt)")
 	top := fs.Int("top", 10, "probabilities per position")
-	threads := fs.Int("threads", 0, "threads (0: all cores)")
+	threads := fs.Int("threads", 0, "threads (0: one per physical core)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "usage: strata eval --model FILE (--prompt TEXT | --tokens 1,2,3) [--top K] [--json]")
@@ -157,7 +157,7 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	modelPath := fs.String("model", "", "GGUF model `file`")
-	threads := fs.Int("threads", runtime.NumCPU(), "threads")
+	threads := fs.Int("threads", cores.Default(), "threads")
 	pp := fs.Int("prompt-tokens", 512, "prompt tokens prefilled in one batch")
 	tg := fs.Int("gen", 64, "tokens decoded one at a time")
 	reps := fs.Int("reps", 3, "repetitions (the median is reported)")

@@ -18,7 +18,7 @@ func cmdRun(ctx context.Context, env *cmdEnv, args []string) error {
 	maxTokens := fs.Int("max-tokens", 128, "tokens to generate at most")
 	temp := fs.Float64("temperature", 0.8, "sampling temperature (0: greedy)")
 	seed := fs.Uint64("seed", 0, "random seed (0: random)")
-	threads := fs.Int("threads", 0, "threads (0: all cores)")
+	threads := fs.Int("threads", 0, "threads (0: one per physical core)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	home := fs.String("home", "", "keep all files under `DIR` (for the demo model)")
 	if err := parseFlags(fs, args); err != nil {

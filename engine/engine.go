@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/sample"
 	"github.com/strata-llm/strata/engine/tokenizer"
+	"github.com/strata-llm/strata/internal/cores"
 	"github.com/strata-llm/strata/internal/sysmem"
 )
 
@@ -29,10 +29,11 @@ var ErrNoModel = errors.New("no model loaded")
 // DefaultMaxTokens is used when a request sets no MaxTokens.
 const DefaultMaxTokens = 512
 
-// Options configure an Engine. The zero value is usable: all cores, the
-// model's context length capped at 4096, slog's default logger.
+// Options configure an Engine. The zero value is usable: one thread per
+// physical core (cores.Default), the model's context length capped at
+// 4096, slog's default logger.
 type Options struct {
-	Threads       int          // worker threads; 0: runtime.NumCPU()
+	Threads       int          // worker threads; 0: cores.Default()
 	ContextLength int          // positions per session; 0: min(model's, 4096)
 	Logger        *slog.Logger // nil: slog.Default()
 }
@@ -80,7 +81,7 @@ func (lm *loaded) sessionBytes() int64 {
 // New returns an Engine with no model loaded.
 func New(opts Options) *Engine {
 	if opts.Threads <= 0 {
-		opts.Threads = runtime.NumCPU()
+		opts.Threads = cores.Default()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -221,12 +222,12 @@ func (lm *loaded) close() {
 	lm.file.Close()
 }
 
-// SetLoadOptions changes the threads (0: all cores) and context length
+// SetLoadOptions changes the threads (0: one per core) and context length
 // (0: the model's, up to 4096) that the next Load uses; a loaded model
 // keeps its own until it is loaded again.
 func (e *Engine) SetLoadOptions(threads, contextLength int) {
 	if threads <= 0 {
-		threads = runtime.NumCPU()
+		threads = cores.Default()
 	}
 	e.mu.Lock()
 	e.opts.Threads, e.opts.ContextLength = threads, max(contextLength, 0)

@@ -63,7 +63,7 @@ type API struct {
 
 // Advanced holds knobs most people never change.
 type Advanced struct {
-	Threads       int `json:"threads"`        // 0: automatic (all cores)
+	Threads       int `json:"threads"`        // 0: automatic (one per physical core)
 	ContextLength int `json:"context_length"` // 0: automatic (the model's, at most 4096)
 }
 
