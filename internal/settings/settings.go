@@ -180,7 +180,7 @@ var fields = []Field{
 
 	{Key: "advanced.threads", Group: GroupAdvanced, Label: "Threads", Kind: Int, Min: 1, Max: 256, Live: true,
 		Special: map[float64]string{0: "Auto"},
-		Help:    "How many processor cores work on each answer (Auto: all of them), from the next time the model loads.",
+		Help:    "How many processor cores work on each answer (Auto: one per physical core), from the next time the model loads.",
 		ptr:     func(s *Settings) any { return &s.Advanced.Threads }},
 	{Key: "advanced.context_length", Group: GroupAdvanced, Label: "Context length (tokens)", Kind: Int, Min: 256, Max: 1 << 20, Live: true,
 		Special: map[float64]string{0: "Auto"},
