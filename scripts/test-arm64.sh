@@ -41,6 +41,7 @@ run() {
 run "$@" ./engine/quant/
 run -tags purego "$@" ./engine/quant/
 run "$@" ./engine/cpu/
+run -tags purego "$@" ./engine/cpu/
 # The llama.cpp comparisons with the arm64 kernels (the oracle itself, Node,
 # runs natively).
 run -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' "$@" ./engine/

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -31,30 +32,52 @@ func TestExpSum(t *testing.T) {
 	for len(x)%8 != 0 {
 		x = append(x, float32(rng.Float64()*20-10))
 	}
-	for _, mx := range []float32{0, 3} {
-		y := append([]float32(nil), x...)
-		n, sum := expSumArch(y, mx)
-		if n == 0 {
-			t.Skip("no vector expf on this CPU")
-		}
-		if n != len(x) {
-			t.Fatalf("did %d of %d values", n, len(x))
-		}
-		var want float64
-		for g := 0; g < n; g += 8 {
-			v := y[g : g+8]
-			want += float64(((v[4] + v[0]) + (v[6] + v[2])) + ((v[5] + v[1]) + (v[7] + v[3])))
-			for i, got := range v {
-				in := x[g+i] - mx
-				ref := float32(math.Exp(float64(in)))
-				if d := ulpDiff(got, ref); !(d <= 2) && !(ref == 0 && got == 0) {
-					t.Errorf("exp(%v) = %v, math.Exp %v (%.1f ulp)", in, got, ref, d)
+	// Values of one magnitude, so that the float32 rounding of every group
+	// shows in the float64 sum (that of x is made by its few largest).
+	var near []float32
+	for i := 0; i < 4096; i++ {
+		near = append(near, float32(rng.Float64()*4-4))
+	}
+	for _, x := range [][]float32{x, near} {
+		for _, mx := range []float32{0, 3} {
+			y := append([]float32(nil), x...)
+			n, sum := expSumArch(y, mx)
+			if n == 0 {
+				t.Skip("no vector expf on this CPU")
+			}
+			if n != len(x) {
+				t.Fatalf("did %d of %d values", n, len(x))
+			}
+			width, reduce := expSumGroup()
+			var want float64
+			for g := 0; g < n; g += width {
+				v := y[g : g+width]
+				want += float64(reduce(v))
+				for i, got := range v {
+					in := x[g+i] - mx
+					ref := float32(math.Exp(float64(in)))
+					if d := ulpDiff(got, ref); !(d <= 2) && !(ref == 0 && got == 0) {
+						t.Errorf("exp(%v) = %v, math.Exp %v (%.1f ulp)", in, got, ref, d)
+					}
 				}
 			}
+			if sum != want {
+				t.Errorf("max %v: sum %v, want %v in ggml's order", mx, sum, want)
+			}
 		}
-		if sum != want {
-			t.Errorf("max %v: sum %v, want %v in ggml's order", mx, sum, want)
-		}
+	}
+}
+
+// expSumGroup gives the group width of the built expSumArch and how
+// ggml_vec_soft_max_f32 reduces one group to float32 there.
+func expSumGroup() (int, func(v []float32) float32) {
+	if runtime.GOARCH == "arm64" {
+		// vaddvq_f32: FADDP, FADDP.
+		return 4, func(v []float32) float32 { return (v[0] + v[1]) + (v[2] + v[3]) }
+	}
+	// AVX2: extractf128 + add, movehl + add, movehdup + add_ss.
+	return 8, func(v []float32) float32 {
+		return ((v[4] + v[0]) + (v[6] + v[2])) + ((v[5] + v[1]) + (v[7] + v[3]))
 	}
 }
 

@@ -22,9 +22,9 @@ func RMSNorm(out, x, w []float32, eps float32) {
 
 // Softmax replaces x by its softmax as ggml_soft_max computes it: the
 // maximum subtracted, exponentials summed in float64, then scaled by the
-// inverse of the sum. Where ggml has a vector expf (amd64 with AVX2+FMA)
-// the same one is used, 8 values at a time, and the rest with expf
-// (math.Exp rounded to float32).
+// inverse of the sum. Where ggml has a vector expf (amd64 with AVX2+FMA,
+// 8 values at a time; arm64 NEON, 4 at a time) the same one is used, in
+// ggml's sum order, and the rest with expf (math.Exp rounded to float32).
 func Softmax(x []float32) {
 	if len(x) == 0 {
 		return

@@ -103,7 +103,8 @@ func dotF16F32(n int, w []byte, a []float32) float32 {
 
 // RoundFP16 sets dst[i] to src[i] rounded to fp16 and widened back
 // (FP16ToFloat32(Float32ToFP16(src[i]))), len(dst) ≥ len(src): the
-// operands DotF16Rows takes. amd64 uses F16C, 8 at a time.
+// operands DotF16Rows takes. amd64 uses F16C (8 at a time), arm64
+// FCVTN/FCVTL (4 at a time).
 func RoundFP16(dst, src []float32) {
 	dst = dst[:len(src)]
 	i := roundFP16Arch(dst, src)

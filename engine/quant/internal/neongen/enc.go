@@ -308,3 +308,28 @@ func (g *gen) fdivS(d, n, m int) {
 func (g *gen) fabsS(d, n int)  { g.word(rr(0x1e20c000, d, n), "fabs s%d, s%d", d, n) }
 func (g *gen) fcvtHS(d, n int) { g.word(rr(0x1e23c000, d, n), "fcvt h%d, s%d", d, n) }
 func (g *gen) fmovWS(w, n int) { g.word(rr(0x1e260000, w, n), "fmov w%d, s%d", w, n) }
+
+// Encodings added for the vector expf of engine/cpu (exp.go) and the fp16
+// conversions and row dots (half.go).
+
+func (g *gen) fmls4s(d, n, m int) {
+	g.word(rrr(0x4ea0cc00, d, n, m), "fmls v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fdiv4s(d, n, m int) {
+	g.word(rrr(0x6e20fc00, d, n, m), "fdiv v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+
+// facgt4s sets d to all ones where |n| > |m| (vcagtq_f32).
+func (g *gen) facgt4s(d, n, m int) {
+	g.word(rrr(0x6ea0ec00, d, n, m), "facgt v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+
+// fcmlez4s sets d to all ones where n <= 0 (vclezq_f32).
+func (g *gen) fcmlez4s(d, n int) { g.word(rr(0x6ea0d800, d, n), "fcmle v%d.4s, v%d.4s, #0.0", d, n) }
+
+// bit16b inserts the bits of n where m is set into d: d = d&^m | n&m.
+func (g *gen) bit16b(d, n, m int) {
+	g.word(rrr(0x6ea01c00, d, n, m), "bit v%d.16b, v%d.16b, v%d.16b", d, n, m)
+}
+
+func (g *gen) fcvtn4h(d, n int) { g.word(rr(0x0e216800, d, n), "fcvtn v%d.4h, v%d.4s", d, n) }

@@ -27,7 +27,7 @@ func TestEncodings(t *testing.T) {
 	if err != nil {
 		t.Skip("aarch64-linux-gnu-objdump not installed")
 	}
-	src := append(generate(), generateGemm()...)
+	src := append(append(append(generate(), generateGemm()...), generateHalf()...), generateExp()...)
 	var words []uint32
 	var text strings.Builder
 	text.WriteString(".arch armv8.2-a+dotprod\n")
@@ -87,20 +87,22 @@ func TestEncodings(t *testing.T) {
 	t.Logf("%d encodings checked", len(words))
 }
 
-// TestGeneratedFiles checks that the assembly files in engine/quant are
-// what this generator writes now (go generate was run after the last
-// change here, and regenerating changes nothing).
+// TestGeneratedFiles checks that the assembly files in engine/quant and
+// engine/cpu are what this generator writes now (go generate was run after
+// the last change here, and regenerating changes nothing).
 func TestGeneratedFiles(t *testing.T) {
 	for name, want := range map[string][]byte{
 		"simd_neon_arm64.s":      generate(),
 		"simd_neon_gemm_arm64.s": generateGemm(),
+		"half_arm64.s":           generateHalf(),
+		"../cpu/exp_arm64.s":     generateExp(),
 	} {
 		got, err := os.ReadFile(filepath.Join("..", "..", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the generator's output: in engine/quant run go run ./internal/neongen -out simd_neon_arm64.s -gemm simd_neon_gemm_arm64.s", name)
+			t.Errorf("%s differs from the generator's output: in engine/quant run go generate (go run ./internal/neongen)", name)
 		}
 	}
 }

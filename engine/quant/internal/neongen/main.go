@@ -1,13 +1,16 @@
-// Command neongen writes engine/quant's arm64 NEON kernels: the dot
+// Command neongen writes the arm64 NEON kernels: engine/quant's dot
 // products and activation quantizers (simd_neon_arm64.s), ports of
 // llama.cpp's ggml-cpu/arch/arm/quants.c using the dot-product extension
-// (SDOT), and the Gemm tiles (simd_neon_gemm_arm64.s, gemm.go). Go's
-// assembler lacks most of these instructions, so they are emitted as WORD
-// encodings with the instruction in a comment.
+// (SDOT), its Gemm tiles (simd_neon_gemm_arm64.s, gemm.go) and fp16
+// helpers (half_arm64.s, half.go), and engine/cpu's vector expf for
+// Softmax and SwiGLU (../cpu/exp_arm64.s, exp.go). Go's assembler lacks
+// most of these instructions, so they are emitted as WORD encodings with
+// the instruction in a comment.
 //
-// Usage (from engine/quant, via go generate):
+// Usage (from engine/quant, via go generate; the flags default to these
+// paths):
 //
-//	go run ./internal/neongen -out simd_neon_arm64.s -gemm simd_neon_gemm_arm64.s
+//	go run ./internal/neongen -out simd_neon_arm64.s -gemm simd_neon_gemm_arm64.s -half half_arm64.s -exp ../cpu/exp_arm64.s
 package main
 
 import (
@@ -21,11 +24,19 @@ import (
 func main() {
 	out := flag.String("out", "simd_neon_arm64.s", "output file of the dot products and quantizers")
 	gemm := flag.String("gemm", "simd_neon_gemm_arm64.s", "output file of the Gemm tiles")
+	half := flag.String("half", "half_arm64.s", "output file of the fp16 helpers")
+	exp := flag.String("exp", "../cpu/exp_arm64.s", "output file of engine/cpu's vector expf")
 	flag.Parse()
 	if err := genfile.Write(*out, generate()); err != nil {
 		log.Fatal(err)
 	}
 	if err := genfile.Write(*gemm, generateGemm()); err != nil {
+		log.Fatal(err)
+	}
+	if err := genfile.Write(*half, generateHalf()); err != nil {
+		log.Fatal(err)
+	}
+	if err := genfile.Write(*exp, generateExp()); err != nil {
 		log.Fatal(err)
 	}
 }
