@@ -5,10 +5,12 @@
 # 2048, 32 query / 4 KV heads of 128, 128 experts top-8, expert FFN 768;
 # 4 layers, vocabulary 8192 so the layers dominate) at each quant, then runs
 # `strata bench` and tools/oracle/bench.mjs (node-llama-cpp's prebuilt CPU
-# llama.cpp) on each, alternating, and prints the ratio of the medians.
+# llama.cpp) on each, alternating, and prints the ratio of the medians
+# (with ROUNDS > 1, the whole comparison is repeated in turn and the
+# medians over rounds are compared, which evens out a noisy host).
 #
-#   scripts/bench-vs-llamacpp.sh [QUANTS] [THREADS] [PROMPT] [GEN] [REPS]
-#   e.g. scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K IQ2_XS" "1 2" 512 64 3
+#   [ROUNDS=n] scripts/bench-vs-llamacpp.sh [QUANTS] [THREADS] [PROMPT] [GEN] [REPS]
+#   e.g. ROUNDS=3 scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K_M IQ2_XS" "1 2" 512 64 3
 #
 # node-llama-cpp busy-waits between ops (its poll setting is not exposed),
 # which on a 2-core machine cuts its 2-thread figures. The fair anchor is
@@ -30,6 +32,7 @@ threads=${2:-"1"}
 pp=${3:-512}
 tg=${4:-64}
 reps=${5:-3}
+rounds=${ROUNDS:-1} # rounds of ours, node, llama-bench in turn; medians over rounds
 dir=${BENCH_DIR:-${TMPDIR:-/tmp}/strata-bench}
 mkdir -p "$dir"
 go build -o "$dir/strata" .
@@ -53,27 +56,38 @@ r=json.load(sys.stdin)
 emb=sum(t["bytes"] for t in r["tensors"] if t["name"]=="token_embd.weight")
 print(r["tensor_bytes"]-r["expert_bytes"]-emb+r["expert_bytes"]*8//128)')
 	for t in $threads; do
-		ours=$(strata bench --model "$model" --threads "$t" --prompt-tokens "$pp" --gen "$tg" --reps "$reps" --json)
-		theirs=$(node tools/oracle/bench.mjs "$model" "$t" "$pp" "$tg" "$reps")
-		lb="[]"
-		if [ -n "$lbench" ]; then
-			lb=$("$lbench" -m "$model" -t "$t" --poll 0 --load-mode none -fa off -r "$reps" -o json \
-				-p "$pp" -n 0 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')
-			lb2=$("$lbench" -m "$model" -t "$t" --poll 0 --load-mode none -fa off -r "$reps" -o json \
-				-p 0 -n "$tg" -d "$pp" 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')
-			lb=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])+json.loads(sys.argv[2])))' "$lb" "$lb2")
-		fi
-		python3 - "$q" "$t" "$active" "$ours" "$theirs" "$lb" <<'PY'
-import json,sys
-q,t,active=sys.argv[1],sys.argv[2],int(sys.argv[3])
-o,l,lb=json.loads(sys.argv[4]),json.loads(sys.argv[5]),json.loads(sys.argv[6])
-po,pl=o["prefill_tokens_per_second"],l["prefill_tokens_per_second"]
-do,dl=o["decode_tokens_per_second"],l["decode_tokens_per_second"]
-pb=next((r["avg_ts"] for r in lb if r["n_prompt"]>0), None)
-db=next((r["avg_ts"] for r in lb if r["n_gen"]>0), None)
+		log=$(mktemp)
+		for _ in $(seq "$rounds"); do
+			echo "ours $(strata bench --model "$model" --threads "$t" --prompt-tokens "$pp" --gen "$tg" --reps "$reps" --json)" >>"$log"
+			echo "node $(node tools/oracle/bench.mjs "$model" "$t" "$pp" "$tg" "$reps")" >>"$log"
+			if [ -n "$lbench" ]; then
+				for args in "-p $pp -n 0" "-p 0 -n $tg -d $pp"; do
+					# shellcheck disable=SC2086
+					echo "lb $("$lbench" -m "$model" -t "$t" --poll 0 --load-mode none -fa off -r "$reps" -o json $args 2>/dev/null |
+						python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')" >>"$log"
+				done
+			fi
+		done
+		python3 - "$q" "$t" "$active" "$log" <<'PY'
+import json,statistics,sys
+q,t,active,log=sys.argv[1],sys.argv[2],int(sys.argv[3]),sys.argv[4]
+v={k:[] for k in ("po","do","pn","dn","pb","db")}
+for line in open(log):
+    who,js=line.split(" ",1)
+    r=json.loads(js)
+    if who=="ours":
+        v["po"].append(r["prefill_tokens_per_second"]); v["do"].append(r["decode_tokens_per_second"])
+    elif who=="node":
+        v["pn"].append(r["prefill_tokens_per_second"]); v["dn"].append(r["decode_tokens_per_second"])
+    else:
+        for x in r:
+            v["pb" if x["n_prompt"]>0 else "db"].append(x["avg_ts"])
+m={k:(statistics.median(x) if x else None) for k,x in v.items()}
 f=lambda x: f"{x:8.1f}" if x else f"{'-':>8}"
 r=lambda a,b: f"{a/b:6.2f}" if b else f"{'-':>6}"
-print(f"{q:<8} {t:<3} | {po:8.1f} {pl:8.1f} {f(pb)} {r(po,pl)} {r(po,pb)} | {do:8.1f} {dl:8.1f} {f(db)} {r(do,dl)} {r(do,db)} | {active*do/1e9:6.2f}")
+po,pn,pb,do,dn,db=m["po"],m["pn"],m["pb"],m["do"],m["dn"],m["db"]
+print(f"{q:<8} {t:<3} | {po:8.1f} {pn:8.1f} {f(pb)} {r(po,pn)} {r(po,pb)} | {do:8.1f} {dn:8.1f} {f(db)} {r(do,dn)} {r(do,db)} | {active*do/1e9:6.2f}")
 PY
+		rm -f "$log"
 	done
 done
