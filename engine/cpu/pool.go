@@ -5,7 +5,9 @@
 package cpu
 
 import (
+	"context"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,6 +182,9 @@ func (p *Pool) hasWork() bool {
 
 func (p *Pool) work(w int, wk *worker) {
 	defer p.wg.Done()
+	// Label the worker's samples in CPU profiles (go tool pprof
+	// -tagfocus=pool=worker), to tell its time from the calling thread's.
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("pool", "worker")))
 	for {
 		// Poll for SpinTime, then park until Run or Close wakes us.
 		deadline := time.Now().Add(SpinTime)
