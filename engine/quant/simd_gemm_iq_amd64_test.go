@@ -410,3 +410,57 @@ func BenchmarkGemmIQ(b *testing.B) {
 		}
 	}
 }
+
+// TestGemmIQSignedActivations checks the C1S kernels (signs moved to the
+// activations) bit for bit against the C1 kernels on random weight bytes
+// and activations of every quant but -128, and that decode picks the C1
+// kernel when an activation block holds -128.
+func TestGemmIQSignedActivations(t *testing.T) {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasF16C || !cpu.X86.HasBMI1 {
+		t.Skip("CPU lacks AVX2")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		typ ggml.Type
+		ks  iqGemmKernels
+	}{{ggml.IQ2_XS, iqGemmIQ2XS}, {ggml.IQ2_XXS, iqGemmIQ2XXS}, {ggml.IQ3_XXS, iqGemmIQ3XXS}} {
+		for _, nb := range []int{1, 3, 8} {
+			for trial := 0; trial < 20; trial++ {
+				w := randomIQBytes(c.typ, rng, nb)
+				a := make([]byte, nb*iqQ8KSize)
+				for i := range a {
+					a[i] = byte(rng.IntN(256))
+				}
+				for b := 0; b < nb; b++ {
+					binary.LittleEndian.PutUint32(a[b*iqQ8KSize:], math.Float32bits(float32(rng.NormFloat64())))
+					for i := b*iqQ8KSize + 4; i < b*iqQ8KSize+4+iqQK; i++ {
+						if a[i] == 0x80 {
+							a[i] = 0x81
+						}
+					}
+				}
+				if q8KHasMin(a, nb) {
+					t.Fatal("q8KHasMin: -128 found where there is none")
+				}
+				var got, want float32
+				c.ks.dotS(&w[0], &a[0], 0, nb, &got, 0)
+				c.ks.dot(&w[0], &a[0], 0, nb, &want, 0)
+				if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+					t.Fatalf("%s nb=%d: C1S %v, C1 %v", c.typ, nb, got, want)
+				}
+				// With a -128, Gemm must not use C1S.
+				a[(nb-1)*iqQ8KSize+4+rng.IntN(iqQK)] = 0x80
+				if !q8KHasMin(a, nb) {
+					t.Fatal("q8KHasMin missed a -128")
+				}
+				k := mustKernel(t, c.typ)
+				var out [1]float32
+				k.Gemm(nb*iqQK, w, len(w), 1, a, len(a), 1, out[:], 1)
+				c.ks.dot(&w[0], &a[0], 0, nb, &want, 0)
+				if math.Float32bits(out[0]) != math.Float32bits(want) && !(out[0] != out[0] && want != want) {
+					t.Fatalf("%s nb=%d with -128: Gemm %v, C1 %v", c.typ, nb, out[0], want)
+				}
+			}
+		}
+	}
+}
