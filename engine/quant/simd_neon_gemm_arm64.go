@@ -50,61 +50,31 @@ var neonGemms = map[ggml.Type]func(n int, w []byte, wStride, rows int, a []byte,
 	ggml.Q3_K: neonGemm(qkK, q3KBlockSize, q8KBlockSize, false,
 		[4]neonGemmFn{gemmQ3KNEONC1, gemmQ3KNEONC2, gemmQ3KNEONC3, gemmQ3KNEONC4}),
 	ggml.IQ4_XS: neonGemm(iqQK, iq4XSSize, iqQ8KSize, true, [4]neonGemmFn{
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ4XSNEONC1(x, xs, rows, y, ys, nb, out, os, &kvaluesIQ4NL[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ4XSNEONC2(x, xs, rows, y, ys, nb, out, os, &kvaluesIQ4NL[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ4XSNEONC3(x, xs, rows, y, ys, nb, out, os, &kvaluesIQ4NL[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ4XSNEONC4(x, xs, rows, y, ys, nb, out, os, &kvaluesIQ4NL[0])
-		},
-	}),
+		withTable(gemmIQ4XSNEONC1, &kvaluesIQ4NL[0]), withTable(gemmIQ4XSNEONC2, &kvaluesIQ4NL[0]),
+		withTable(gemmIQ4XSNEONC3, &kvaluesIQ4NL[0]), withTable(gemmIQ4XSNEONC4, &kvaluesIQ4NL[0])}),
 	ggml.IQ2_XS: neonGemm(iqQK, iq2XSSize, iqQ8KSize, true, [4]neonGemmFn{
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XSNEONC1(x, xs, rows, y, ys, nb, out, os, &iq2xsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XSNEONC2(x, xs, rows, y, ys, nb, out, os, &iq2xsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XSNEONC3(x, xs, rows, y, ys, nb, out, os, &iq2xsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XSNEONC4(x, xs, rows, y, ys, nb, out, os, &iq2xsGrid[0], &ksigns64[0])
-		},
-	}),
+		withGrid(gemmIQ2XSNEONC1, &iq2xsGrid[0]), withGrid(gemmIQ2XSNEONC2, &iq2xsGrid[0]),
+		withGrid(gemmIQ2XSNEONC3, &iq2xsGrid[0]), withGrid(gemmIQ2XSNEONC4, &iq2xsGrid[0])}),
 	ggml.IQ2_XXS: neonGemm(iqQK, iq2XXSSize, iqQ8KSize, true, [4]neonGemmFn{
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XXSNEONC1(x, xs, rows, y, ys, nb, out, os, &iq2xxsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XXSNEONC2(x, xs, rows, y, ys, nb, out, os, &iq2xxsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XXSNEONC3(x, xs, rows, y, ys, nb, out, os, &iq2xxsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ2XXSNEONC4(x, xs, rows, y, ys, nb, out, os, &iq2xxsGrid[0], &ksigns64[0])
-		},
-	}),
+		withGrid(gemmIQ2XXSNEONC1, &iq2xxsGrid[0]), withGrid(gemmIQ2XXSNEONC2, &iq2xxsGrid[0]),
+		withGrid(gemmIQ2XXSNEONC3, &iq2xxsGrid[0]), withGrid(gemmIQ2XXSNEONC4, &iq2xxsGrid[0])}),
 	ggml.IQ3_XXS: neonGemm(iqQK, iq3XXSSize, iqQ8KSize, true, [4]neonGemmFn{
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ3XXSNEONC1(x, xs, rows, y, ys, nb, out, os, &iq3xxsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ3XXSNEONC2(x, xs, rows, y, ys, nb, out, os, &iq3xxsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ3XXSNEONC3(x, xs, rows, y, ys, nb, out, os, &iq3xxsGrid[0], &ksigns64[0])
-		},
-		func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
-			gemmIQ3XXSNEONC4(x, xs, rows, y, ys, nb, out, os, &iq3xxsGrid[0], &ksigns64[0])
-		},
-	}),
+		withGrid(gemmIQ3XXSNEONC1, &iq3xxsGrid[0]), withGrid(gemmIQ3XXSNEONC2, &iq3xxsGrid[0]),
+		withGrid(gemmIQ3XXSNEONC3, &iq3xxsGrid[0]), withGrid(gemmIQ3XXSNEONC4, &iq3xxsGrid[0])}),
+}
+
+// withTable binds the value table of an IQ4_XS kernel.
+func withTable(f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int, values *int8), values *int8) neonGemmFn {
+	return func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
+		f(x, xs, rows, y, ys, nb, out, os, values)
+	}
+}
+
+// withGrid binds the grid and sign tables of an IQ2/IQ3 kernel.
+func withGrid[G uint32 | uint64](f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int, grid *G, signs *uint64), grid *G) neonGemmFn {
+	return func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
+		f(x, xs, rows, y, ys, nb, out, os, grid, &ksigns64[0])
+	}
 }
 
 // neonGemm returns a Kernel.Gemm for a weight type of qk values in bs-byte
