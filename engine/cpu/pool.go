@@ -16,11 +16,13 @@ import (
 // SpinTime is how long a worker keeps polling for the next loop after its
 // last one before it parks. A decoded token is some 40 short parallel
 // loops separated by a few microseconds of serial work; waking a parked
-// goroutine costs 50–250 µs on this VM (measured with BenchmarkMatVec: a
-// 1 MB matrix-vector product, ~60 µs on one thread, was no faster on two
-// while workers parked between loops), so workers stay awake across the
-// loops of a token and between tokens, and park once the engine has had
-// nothing for them for SpinTime. An idle engine never spins.
+// goroutine costs as much as such a loop on this VM (inferred with
+// BenchmarkMatVec: 1 MB matrix-vector products, ~60 µs each on one
+// thread at 19 GB/s, ran at 16 GB/s on two while workers parked between
+// them; with spinning workers and contiguous items, 36–38 GB/s), so
+// workers stay awake across the loops of a token and between tokens, and
+// park once the engine has had nothing for them for SpinTime. An idle
+// engine never spins.
 const SpinTime = 2 * time.Millisecond
 
 // Pool is a fixed set of worker goroutines that run parallel loops. The
@@ -29,8 +31,9 @@ const SpinTime = 2 * time.Millisecond
 // a parked worker costs nothing. A Pool is safe for concurrent use, but Run
 // calls are serialised.
 type Pool struct {
-	n  int
-	mu sync.Mutex // serialises Run
+	n    int
+	part int        // items handed out at once: maxItems (a test lowers it)
+	mu   sync.Mutex // serialises Run
 
 	// word is the running loop: its generation (16 bits), item count (24
 	// bits) and next unclaimed item (24 bits). Threads claim items with a
@@ -80,7 +83,7 @@ func NewPool(n int) *Pool {
 	if n < 1 {
 		n = 1
 	}
-	p := &Pool{n: n}
+	p := &Pool{n: n, part: maxItems}
 	for w := 1; w < n; w++ {
 		wk := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, wk)
@@ -114,8 +117,8 @@ func (p *Pool) runLocked(n int, t Task) {
 		}
 		return
 	}
-	for base := 0; base < n; base += maxItems {
-		m := min(n-base, maxItems)
+	for base := 0; base < n; base += p.part {
+		m := min(n-base, p.part)
 		if base == 0 {
 			p.runPart(m, t)
 		} else {

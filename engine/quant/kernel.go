@@ -57,13 +57,16 @@ func register(t ggml.Type, k Kernel) {
 }
 
 // loopGemm is Gemm as a loop over Dot (whichever Dot is installed), weight
-// row by weight row so each row is read once for all columns.
+// row by weight row so each row is read once for all columns. Rows and
+// activation rows are passed from their start to the end of their slice:
+// Dot takes the n values it needs and panics if they are not there, so the
+// last row, like the tiled Gemms', need not be a whole stride long.
 func (k *Kernel) loopGemm(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 	dot := k.Dot
 	for r := 0; r < rows; r++ {
-		row := w[r*wStride : r*wStride+wStride]
+		row := w[r*wStride:]
 		for c := 0; c < cols; c++ {
-			out[c*outStride+r] = dot(n, row, a[c*aStride:c*aStride+aStride])
+			out[c*outStride+r] = dot(n, row, a[c*aStride:])
 		}
 	}
 }

@@ -46,18 +46,26 @@ func init() {
 
 // neonDots are the NEON dot products by weight type.
 var neonDots = map[ggml.Type]func(n int, w, a []byte) float32{
-	ggml.Q8_0: neonQ8_0,
-	ggml.Q4_0: neonQ4_0,
-	ggml.Q4_K: neonQ4K,
-	ggml.Q5_K: neonQ5K,
-	ggml.Q6_K: neonQ6K,
-	ggml.Q2_K: neonQ2K,
-	ggml.Q3_K: neonQ3K,
+	ggml.Q8_0: neonDot(qk8_0, q8_0BlockSize, q8_0BlockSize, dotQ8_0NEON),
+	ggml.Q4_0: neonDot(qk4_0, q4_0BlockSize, q8_0BlockSize, dotQ4_0NEON),
+	ggml.Q4_K: neonDot(qkK, q4KBlockSize, q8KBlockSize, dotQ4KNEON),
+	ggml.Q5_K: neonDot(qkK, q5KBlockSize, q8KBlockSize, dotQ5KNEON),
+	ggml.Q6_K: neonDot(qkK, q6KBlockSize, q8KBlockSize, dotQ6KNEON),
+	ggml.Q2_K: neonDot(qkK, q2KBlockSize, q8KBlockSize, dotQ2KNEON),
+	ggml.Q3_K: neonDot(qkK, q3KBlockSize, q8KBlockSize, dotQ3KNEON),
 
-	ggml.IQ4_XS:  neonIQ4XS,
-	ggml.IQ2_XS:  neonIQ2XS,
-	ggml.IQ2_XXS: neonIQ2XXS,
-	ggml.IQ3_XXS: neonIQ3XXS,
+	ggml.IQ4_XS: neonIQDot(iq4XSSize, func(x, y *byte, nb int) float32 {
+		return dotIQ4XSNEON(x, y, nb, &kvaluesIQ4NL[0])
+	}),
+	ggml.IQ2_XS: neonIQDot(iq2XSSize, func(x, y *byte, nb int) float32 {
+		return dotIQ2XSNEON(x, y, nb, &iq2xsGrid[0], &ksigns64[0])
+	}),
+	ggml.IQ2_XXS: neonIQDot(iq2XXSSize, func(x, y *byte, nb int) float32 {
+		return dotIQ2XXSNEON(x, y, nb, &iq2xxsGrid[0], &ksigns64[0])
+	}),
+	ggml.IQ3_XXS: neonIQDot(iq3XXSSize, func(x, y *byte, nb int) float32 {
+		return dotIQ3XXSNEON(x, y, nb, &iq3xxsGrid[0], &ksigns64[0])
+	}),
 }
 
 // neonFloatDots are the NEON dot products of the float types, which need
@@ -124,6 +132,32 @@ func dotIQ2XXSNEON(x, y *byte, nb int, grid, signs *uint64) float32
 //go:noescape
 func dotIQ3XXSNEON(x, y *byte, nb int, grid *uint32, signs *uint64) float32
 
+// neonDot wraps a NEON kernel over whole blocks of qk values, wsize-byte
+// weight blocks against asize-byte activation blocks.
+func neonDot(qk, wsize, asize int, f func(x, y *byte, nb int) float32) func(n int, w, a []byte) float32 {
+	return func(n int, w, a []byte) float32 {
+		nb := n / qk
+		x, y := neonRows(nb, w, a, wsize, asize)
+		if nb == 0 {
+			return 0
+		}
+		return f(x, y, nb)
+	}
+}
+
+// neonIQDot is neonDot for an i-quant: it panics on a row length that is
+// not a multiple of 256, as its GoDot does.
+func neonIQDot(wsize int, f func(x, y *byte, nb int) float32) func(n int, w, a []byte) float32 {
+	return func(n int, w, a []byte) float32 {
+		nb, _, _ := iqBlocks(n, w, a, wsize)
+		x, y := neonRows(nb, w, a, wsize, iqQ8KSize)
+		if nb == 0 {
+			return 0
+		}
+		return f(x, y, nb)
+	}
+}
+
 // neonRows cuts w and a to nb blocks of wsize and asize bytes (panicking,
 // as GoDot's indexing does, if either is short) and returns pointers to
 // their starts, or nil if nb is 0.
@@ -134,108 +168,6 @@ func neonRows(nb int, w, a []byte, wsize, asize int) (*byte, *byte) {
 	// Index, not reslice: a reslice may reach past len into cap.
 	_, _ = w[nb*wsize-1], a[nb*asize-1]
 	return &w[0], &a[0]
-}
-
-func neonQ8_0(n int, w, a []byte) float32 {
-	nb := n / qk8_0
-	x, y := neonRows(nb, w, a, q8_0BlockSize, q8_0BlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ8_0NEON(x, y, nb)
-}
-
-func neonQ4_0(n int, w, a []byte) float32 {
-	nb := n / qk4_0
-	x, y := neonRows(nb, w, a, q4_0BlockSize, q8_0BlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ4_0NEON(x, y, nb)
-}
-
-func neonQ4K(n int, w, a []byte) float32 {
-	nb := n / qkK
-	x, y := neonRows(nb, w, a, q4KBlockSize, q8KBlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ4KNEON(x, y, nb)
-}
-
-func neonQ5K(n int, w, a []byte) float32 {
-	nb := n / qkK
-	x, y := neonRows(nb, w, a, q5KBlockSize, q8KBlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ5KNEON(x, y, nb)
-}
-
-func neonQ6K(n int, w, a []byte) float32 {
-	nb := n / qkK
-	x, y := neonRows(nb, w, a, q6KBlockSize, q8KBlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ6KNEON(x, y, nb)
-}
-
-func neonQ2K(n int, w, a []byte) float32 {
-	nb := n / qkK
-	x, y := neonRows(nb, w, a, q2KBlockSize, q8KBlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ2KNEON(x, y, nb)
-}
-
-// The I-quant wrappers panic on a row length that is not a multiple of 256,
-// as their GoDot does.
-
-func neonIQ4XS(n int, w, a []byte) float32 {
-	nb, _, _ := iqBlocks(n, w, a, iq4XSSize)
-	x, y := neonRows(nb, w, a, iq4XSSize, iqQ8KSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotIQ4XSNEON(x, y, nb, &kvaluesIQ4NL[0])
-}
-
-func neonIQ2XS(n int, w, a []byte) float32 {
-	nb, _, _ := iqBlocks(n, w, a, iq2XSSize)
-	x, y := neonRows(nb, w, a, iq2XSSize, iqQ8KSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotIQ2XSNEON(x, y, nb, &iq2xsGrid[0], &ksigns64[0])
-}
-
-func neonIQ2XXS(n int, w, a []byte) float32 {
-	nb, _, _ := iqBlocks(n, w, a, iq2XXSSize)
-	x, y := neonRows(nb, w, a, iq2XXSSize, iqQ8KSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotIQ2XXSNEON(x, y, nb, &iq2xxsGrid[0], &ksigns64[0])
-}
-
-func neonIQ3XXS(n int, w, a []byte) float32 {
-	nb, _, _ := iqBlocks(n, w, a, iq3XXSSize)
-	x, y := neonRows(nb, w, a, iq3XXSSize, iqQ8KSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotIQ3XXSNEON(x, y, nb, &iq3xxsGrid[0], &ksigns64[0])
-}
-
-func neonQ3K(n int, w, a []byte) float32 {
-	nb := n / qkK
-	x, y := neonRows(nb, w, a, q3KBlockSize, q8KBlockSize)
-	if nb == 0 {
-		return 0
-	}
-	return dotQ3KNEON(x, y, nb)
 }
 
 // neonF32 is dotF32 with the chunks of 32 values in assembly.

@@ -28,7 +28,6 @@ func init() {
 	simdDots[ggml.F32] = simdKernel{name: "avx2", dot: dotF32AVX2}
 	simdDots[ggml.F16] = simdKernel{name: "avx2", dot: dotF16AVX2}
 	simdDots[ggml.BF16] = simdKernel{name: "avx2", dot: dotBF16AVX2}
-	simdGemms[ggml.F16] = simdGemm{name: "avx2", gemm: gemmF16AVX2}
 	quantizeQ8_0Arch = quantizeQ8_0AVX2
 	quantizeQ8KArch = quantizeQ8KAVX2
 	if simdQ8HasAVX512 {
@@ -54,9 +53,6 @@ func dotF32AVX2Asm(w, a *byte, chunks int) float32
 
 //go:noescape
 func dotF16AVX2Asm(w, a *byte, chunks int) float32
-
-//go:noescape
-func gemmF16AVX2Asm(w *byte, wStride, rows int, a *byte, n int, out *float32)
 
 //go:noescape
 func dotBF16AVX2Asm(w, a *byte, chunks int) float32
@@ -148,26 +144,6 @@ func dotF16AVX2(n int, w, a []byte) float32 {
 		sumf += float64(fp16At(w[2*i:]) * fp16At(a[2*i:]))
 	}
 	return float32(sumf)
-}
-
-// gemmF16AVX2 is Kernel.Gemm for F16 with every output bit-identical to
-// dotF16AVX2: one assembly call per column runs all the rows.
-func gemmF16AVX2(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	if rows <= 0 || cols <= 0 {
-		return
-	}
-	if n <= 0 {
-		for c := 0; c < cols; c++ {
-			clear(out[c*outStride : c*outStride+rows])
-		}
-		return
-	}
-	_ = w[(rows-1)*wStride+2*n-1]
-	for c := 0; c < cols; c++ {
-		ac := a[c*aStride : c*aStride+2*n]
-		o := out[c*outStride : c*outStride+rows]
-		gemmF16AVX2Asm(&w[0], wStride, rows, &ac[0], n, &o[0])
-	}
 }
 
 // dotBF16AVX2 is dotBF16 with the chunks of 32 values in assembly.

@@ -1,5 +1,3 @@
-//go:build !purego
-
 package quant
 
 import (
@@ -11,13 +9,10 @@ import (
 	"github.com/strata-llm/strata/engine/ggml"
 )
 
-// TestGemmF16 checks the F16 Gemm (the attention rows) bit for bit against
-// the F16 Dot and GoDot on lengths with and without a tail of < 32 values,
-// strided rows and columns, and values from subnormal to the fp16 maximum.
+// TestGemmF16 checks the F16 Gemm bit for bit against the F16 Dot and
+// GoDot on lengths with and without a tail of < 32 values, strided rows and
+// columns, and values from subnormal to the fp16 maximum.
 func TestGemmF16(t *testing.T) {
-	if !simdQ8HasAVX2 {
-		t.Skip("CPU lacks AVX2/FMA/F16C")
-	}
 	k := mustKernel(t, ggml.F16)
 	rng := rand.New(rand.NewPCG(3, 4))
 	fills := []struct {
