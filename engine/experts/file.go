@@ -71,6 +71,9 @@ func (p *File) Fetch(_ context.Context, layer int, experts []int32) (model.Fetch
 // Prefetch implements model.ExpertProvider: everything is resident.
 func (p *File) Prefetch(int, []int32) {}
 
+// Streaming implements model.ExpertProvider.
+func (p *File) Streaming() bool { return false }
+
 // Weights returns expert e of layer il.
 func (p *File) Weights(il, e int) model.ExpertWeights {
 	l := &p.layers[il]
@@ -103,5 +106,7 @@ func (f *fileFetch) Ready(ctx context.Context, dst []int) ([]int, error) {
 func (f *fileFetch) Weights(i int) model.ExpertWeights {
 	return f.p.Weights(f.layer, int(f.experts[i]))
 }
+
+func (f *fileFetch) Done([]int) {}
 
 func (f *fileFetch) Release() { f.experts = nil }

@@ -144,6 +144,9 @@ type ExpertProvider interface {
 	// Prefetch hints that layer's experts will be wanted soon (read-ahead);
 	// it never blocks and may be ignored.
 	Prefetch(layer int, experts []int32)
+	// Streaming reports whether Prefetch does anything, so the MoE block
+	// predicts the next layer's experts only when it pays.
+	Streaming() bool
 }
 
 // Fetch is one layer's request for experts.
@@ -154,8 +157,12 @@ type Fetch interface {
 	// returns an error when a read failed or ctx ended.
 	Ready(ctx context.Context, dst []int) ([]int, error)
 	// Weights are the weights of requested expert i once Ready returned
-	// it; they stay valid until Release.
+	// it; they stay valid until Done or Release.
 	Weights(i int) ExpertWeights
+	// Done says the layer has finished with the given experts (their
+	// results are computed), so a provider with less room than the layer
+	// needs may reuse their memory for the experts still to come.
+	Done(idx []int)
 	// Release gives the experts back (they may be evicted afterwards).
 	Release()
 }
@@ -164,8 +171,9 @@ type Fetch interface {
 type Options struct {
 	// Backend runs the model's ops; required.
 	Backend backend.Backend
-	// Experts provides expert weights; nil: straight from the file.
-	Experts ExpertProvider
+	// NewExperts makes the provider of the model's expert weights from
+	// their layout in the file; nil: straight from the file's data.
+	NewExperts func(*ExpertLayout) (ExpertProvider, error)
 }
 
 // Architecture is one GGUF general.architecture the engine can run.

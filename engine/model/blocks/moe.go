@@ -21,7 +21,17 @@ type MoE struct {
 	Embd, FF     int
 	WeightsScale float32 // expert_weights_scale; 0 or 1: none
 	Provider     model.ExpertProvider
+	// NextRouter is the next MoE layer's router (nil for the last): with a
+	// streaming provider, applying it to this layer's input predicts the
+	// next layer's experts for read-ahead (colibri measured this recalls
+	// ~72 % of the true top-8, against ~41 % for "the same experts as the
+	// last token").
+	NextRouter *backend.Matrix
 }
+
+// predictRows is the largest batch whose next-layer experts are predicted:
+// a prompt's batch needs most experts anyway.
+const predictRows = 4
 
 // MoEBuf is a session's scratch for MoE layers, grown to the largest batch
 // and reused, so decoding allocates nothing per token.
@@ -39,6 +49,9 @@ type MoEBuf struct {
 	ready  []int
 	done   []bool
 	out    []float32 // [rows][embd] combine scratch
+	pred   []float32 // [rows][experts] next layer's router probabilities
+	next   []int32   // predicted experts of the next layer
+	inNext []bool
 }
 
 // Forward adds the layer's output for rows rows of the normed input xn
@@ -108,6 +121,11 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 		return fmt.Errorf("layer %d: experts: %w", m.Layer, err)
 	}
 	defer f.Release()
+	if m.NextRouter != nil && m.Provider.Streaming() && rows <= predictRows {
+		if err := m.readAhead(be, xn, rows, buf); err != nil {
+			return err
+		}
+	}
 	if cap(buf.done) < na {
 		buf.done = make([]bool, na)
 	}
@@ -132,6 +150,10 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 		if err := be.ExpertsFFN(xn, rows, e, m.FF, buf.jobs, !first); err != nil {
 			return fmt.Errorf("layer %d: %w", m.Layer, err)
 		}
+		if err := be.Sync(); err != nil {
+			return err
+		}
+		f.Done(buf.ready)
 		first = false
 	}
 	clear(buf.jobs[:cap(buf.jobs)]) // drop references to expert memory
@@ -140,4 +162,37 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	}
 	be.Combine(x, buf.out[:rows*e], rows, e, nu, wts, buf.src[:rows*nu])
 	return be.Sync() // the experts are released when this returns
+}
+
+// readAhead applies the next layer's router to this layer's input and
+// hands the provider the union of each row's top experts, in row and rank
+// order (a deterministic function of the input, so residency stays
+// independent of I/O timing).
+func (m *MoE) readAhead(be backend.Backend, xn []float32, rows int, buf *MoEBuf) error {
+	ne, nu := m.Experts, m.Used
+	if len(buf.pred) < rows*ne {
+		buf.pred = be.Alloc(rows * ne)
+	}
+	p := buf.pred[:rows*ne]
+	be.Linear(m.NextRouter, xn, rows, p)
+	be.Softmax(p, rows, ne)
+	if err := be.Sync(); err != nil {
+		return err
+	}
+	if len(buf.inNext) < ne {
+		buf.inNext = make([]bool, ne)
+	}
+	clear(buf.inNext)
+	buf.next = buf.next[:0]
+	for r := 0; r < rows; r++ {
+		buf.idx = routing.TopK(p[r*ne:(r+1)*ne], nu, buf.idx[:0])
+		for _, e := range buf.idx {
+			if !buf.inNext[e] {
+				buf.inNext[e] = true
+				buf.next = append(buf.next, int32(e))
+			}
+		}
+	}
+	m.Provider.Prefetch(m.Layer+1, buf.next)
+	return nil
 }

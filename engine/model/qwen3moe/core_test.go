@@ -206,6 +206,8 @@ type shuffleFetch struct {
 
 func (s *shuffler) Prefetch(int, []int32) {}
 
+func (s *shuffler) Streaming() bool { return false }
+
 func (s *shuffler) Fetch(_ context.Context, layer int, exps []int32) (model.Fetch, error) {
 	f := &s.f
 	*f = shuffleFetch{s: s, layer: layer, exps: exps, ready: make(chan int, len(exps)), cancel: make(chan struct{})}
@@ -257,6 +259,8 @@ func (f *shuffleFetch) Weights(i int) model.ExpertWeights {
 	return f.s.file.Weights(f.layer, int(f.exps[i]))
 }
 
+func (f *shuffleFetch) Done([]int) {}
+
 func (f *shuffleFetch) Release() {
 	close(f.cancel)
 	f.wg.Wait()
@@ -278,7 +282,8 @@ func TestProviderOrderIndependent(t *testing.T) {
 	for workers := 1; workers <= 8; workers++ {
 		t.Run(fmt.Sprint(workers), func(t *testing.T) {
 			prov := &shuffler{file: fp, rng: rand.New(rand.NewPCG(uint64(workers), 1)), workers: workers}
-			m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 2), Experts: prov})
+			m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 2),
+				NewExperts: func(*model.ExpertLayout) (model.ExpertProvider, error) { return prov, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}

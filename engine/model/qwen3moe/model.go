@@ -132,16 +132,20 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 		l.moe = blocks.MoE{Layer: i, Router: l.moe.Router, Experts: hp.Experts, Used: hp.ExpertsUsed,
 			Embd: e, FF: hp.FFExpert, WeightsScale: hp.WeightsScale}
 	}
-	prov := opts.Experts
-	if prov == nil {
-		fe, err := experts.NewFile(f, &m.layout)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", Arch, err)
-		}
-		prov = fe
+	var prov model.ExpertProvider
+	if opts.NewExperts != nil {
+		prov, err = opts.NewExperts(&m.layout)
+	} else {
+		prov, err = experts.NewFile(f, &m.layout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Arch, err)
 	}
 	for i := range m.layers {
 		m.layers[i].moe.Provider = prov
+		if i+1 < len(m.layers) {
+			m.layers[i].moe.NextRouter = m.layers[i+1].moe.Router
+		}
 	}
 	return m, nil
 }
