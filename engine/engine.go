@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -17,12 +16,12 @@ import (
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/chat"
 	"github.com/strata-llm/strata/engine/cpu"
+	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/sample"
 	"github.com/strata-llm/strata/engine/tokenizer"
 	"github.com/strata-llm/strata/internal/cores"
-	"github.com/strata-llm/strata/internal/sysmem"
 )
 
 // Errors a request can end with; test with errors.Is.
@@ -59,6 +58,8 @@ const DefaultMaxTokens = 512
 type Options struct {
 	Threads       int          // worker threads; 0: cores.Default(); applies at the next Load
 	ContextLength int          // positions per session; 0: min(model's, 4096); applies at the next Load
+	Streaming     Streaming    // when experts are streamed from the SSD; applies at the next Load
+	ExpertCache   int64        // expert cache bytes when streaming; 0: what the process may use; applies at the next Load
 	Logger        *slog.Logger // nil: slog.Default()
 }
 
@@ -82,15 +83,16 @@ type Engine struct {
 
 // loaded is a model with everything a generation needs.
 type loaded struct {
-	info  ModelInfo
-	file  *gguf.File
-	be    backend.Backend
-	model model.Model
-	tok   *tokenizer.Tokenizer
-	tmpl  string // chat template source ("" if the file has none)
-	sess  model.Session
-	batch model.Batch // reused for decode steps
-	one   [1]int32
+	info   ModelInfo
+	file   *gguf.File
+	be     backend.Backend
+	model  model.Model
+	tok    *tokenizer.Tokenizer
+	tmpl   string // chat template source ("" if the file has none)
+	sess   model.Session
+	stream *experts.Stream // nil unless experts are streamed
+	batch  model.Batch     // reused for decode steps
+	one    [1]int32
 
 	resident  int64 // bytes of weights read into memory (0 when mapped)
 	sessBytes int64 // the session's KV cache and buffers; guarded by Engine.mu
@@ -210,12 +212,19 @@ func (e *Engine) Load(ctx context.Context, path string) error {
 }
 
 func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) {
-	f, inMemory, err := openFile(ctx, path)
+	e.mu.Lock()
+	opts := e.opts
+	e.mu.Unlock()
+	f, plan, nctx, err := openFile(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
+	var stream **experts.Stream
 	defer func() {
 		if err != nil {
+			if stream != nil && *stream != nil {
+				(*stream).Close()
+			}
 			f.Close()
 		}
 	}()
@@ -223,25 +232,19 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	e.mu.Lock()
-	opts := e.opts
-	e.mu.Unlock()
 	be := cpu.NewBackend(opts.Threads)
 	defer func() {
 		if err != nil {
 			be.Close()
 		}
 	}()
-	m, info, err := openModel(ctx, f, be)
+	mopts := model.Options{Backend: be}
+	if plan.mode == modeStream {
+		mopts.NewExperts, stream = newStream(f, plan, 0)
+	}
+	m, info, err := openModel(ctx, f, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
-	}
-	nctx := opts.ContextLength
-	if nctx <= 0 {
-		nctx = min(info.ContextLength, 4096)
-	}
-	if nctx <= 0 {
-		nctx = 4096
 	}
 	sess, err := m.NewSession(nctx)
 	if err != nil {
@@ -249,34 +252,34 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 		return nil, fmt.Errorf("load %s: session: %w", path, err)
 	}
 	info.Path = path
+	info.Memory = plan.mode.String()
 	tmpl, _ := f.String("tokenizer.chat_template")
 	if _, err := chat.Which(tmpl, info.Arch, e.log); err != nil {
 		e.log.Warn("chat requests will fail", "path", path, "err", err)
 	}
 	lm = &loaded{info: info, file: f, be: be, model: m, tok: tok, tmpl: tmpl, sess: sess}
-	if inMemory {
+	switch plan.mode {
+	case modeInMemory:
 		lm.resident = f.Size
+	case modeStream:
+		lm.stream = *stream
+		st := lm.stream.Stats()
+		lm.resident = int64(st.Slots) * st.SlotBytes
+		info.ExpertCacheBytes = lm.resident
+		lm.info = info
+		e.log.Info("streaming experts", "path", path, "cache", gib(lm.resident), "slots", st.Slots,
+			"dense", gib(plan.dense), "usable", gib(int64(plan.usable)), "direct", st.Direct)
 	}
 	lm.sessBytes = lm.sessionBytes()
 	return lm, nil
 }
 
-// openFile reads a model that fits in memory comfortably (half of it) into
-// memory, and says so; a larger one is mapped and read as it is used.
-func openFile(ctx context.Context, path string) (*gguf.File, bool, error) {
-	if st, err := os.Stat(path); err == nil {
-		if ram := sysmem.Total(); ram > 0 && uint64(st.Size()) <= ram/2 {
-			f, err := gguf.Load(ctx, path)
-			return f, err == nil, err
-		}
-	}
-	f, err := gguf.Open(path)
-	return f, false, err
-}
-
 func (lm *loaded) close() {
 	lm.sess.Close()
 	lm.model.Close()
+	if lm.stream != nil {
+		lm.stream.Close()
+	}
 	lm.be.Close()
 	lm.file.Close()
 }
@@ -417,7 +420,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	e.setStateLocked(StateGenerating, "")
 	e.mu.Unlock()
 
+	var before experts.Stats
+	if lm.stream != nil {
+		before = lm.stream.Stats()
+	}
 	st, err := e.generate(ctx, lm, req, emit)
+	if lm.stream != nil {
+		st.Experts = expertStats(before, lm.stream.Stats(), st.Duration)
+	}
 	sessBytes := lm.sessionBytes() // the turn is still held: nothing else uses the session
 
 	e.mu.Lock()
@@ -647,4 +657,19 @@ func (m *stopMatcher) flush() string {
 	p := m.pending
 	m.pending = ""
 	return p
+}
+
+// expertStats is the streaming work between two snapshots of the cache's
+// counters, over a generation of duration d.
+func expertStats(a, b experts.Stats, d time.Duration) *ExpertStats {
+	x := &ExpertStats{Hits: b.Hits - a.Hits, Misses: b.Misses - a.Misses, ReadAheads: b.ReadAheads - a.ReadAheads,
+		BytesRead: b.BytesRead - a.BytesRead, StallSeconds: (b.Stall - a.Stall).Seconds(),
+		CacheBytes: int64(b.Slots) * b.SlotBytes}
+	if n := x.Hits + x.Misses; n > 0 {
+		x.HitRate = float64(x.Hits) / float64(n)
+	}
+	if s := d.Seconds(); s > 0 {
+		x.ReadMBps = float64(x.BytesRead) / 1e6 / s
+	}
+	return x
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
@@ -30,8 +29,8 @@ func Supports(arch string) bool {
 // model with this name is reported as a demo with random weights.
 const DemoName = "Strata demo (random weights)"
 
-// openModel builds the forward pass for f's architecture on be.
-func openModel(_ context.Context, f *gguf.File, be backend.Backend) (model.Model, ModelInfo, error) {
+// openModel builds the forward pass for f's architecture.
+func openModel(_ context.Context, f *gguf.File, opts model.Options) (model.Model, ModelInfo, error) {
 	name, _ := f.String("general.name")
 	info := ModelInfo{Name: name, Arch: f.Arch(), FileBytes: f.Size, Demo: IsDemoFile(f)}
 	if info.Demo {
@@ -44,7 +43,7 @@ func openModel(_ context.Context, f *gguf.File, be backend.Backend) (model.Model
 	if !ok {
 		return nil, info, fmt.Errorf("architecture %q is not supported yet (supported: %s)", f.Arch(), strings.Join(SupportedArchs(), ", "))
 	}
-	m, err := a.Open(f, model.Options{Backend: be})
+	m, err := a.Open(f, opts)
 	if err != nil {
 		return nil, info, err
 	}
