@@ -19,6 +19,7 @@ import (
 	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/routing"
 	"github.com/strata-llm/strata/engine/sample"
 	"github.com/strata-llm/strata/engine/tokenizer"
 	"github.com/strata-llm/strata/internal/cores"
@@ -56,11 +57,12 @@ const DefaultMaxTokens = 512
 // (cores.Default), the model's context length capped at 4096, slog's
 // default logger.
 type Options struct {
-	Threads       int          // worker threads; 0: cores.Default(); applies at the next Load
-	ContextLength int          // positions per session; 0: min(model's, 4096); applies at the next Load
-	Streaming     Streaming    // when experts are streamed from the SSD; applies at the next Load
-	ExpertCache   int64        // expert cache bytes when streaming; 0: what the process may use; applies at the next Load
-	Logger        *slog.Logger // nil: slog.Default()
+	Threads       int                // worker threads; 0: cores.Default(); applies at the next Load
+	ContextLength int                // positions per session; 0: min(model's, 4096); applies at the next Load
+	Streaming     Streaming          // when experts are streamed from the SSD; applies at the next Load
+	ExpertCache   int64              // expert cache bytes when streaming; 0: what the process may use; applies at the next Load
+	Routing       routing.CacheRoute // cache-aware routing; applies from the next generation
+	Logger        *slog.Logger       // nil: slog.Default()
 }
 
 // Engine owns at most one loaded model and runs one generation at a time;
@@ -91,6 +93,7 @@ type loaded struct {
 	tmpl   string // chat template source ("" if the file has none)
 	sess   model.Session
 	stream *experts.Stream // nil unless experts are streamed
+	route  *routing.State  // the MoE layers' routing policy and telemetry
 	batch  model.Batch     // reused for decode steps
 	one    [1]int32
 
@@ -238,7 +241,8 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 			be.Close()
 		}
 	}()
-	mopts := model.Options{Backend: be}
+	route := &routing.State{}
+	mopts := model.Options{Backend: be, Routing: route}
 	if plan.mode == modeStream {
 		mopts.NewExperts, stream = newStream(f, plan, 0)
 	}
@@ -257,7 +261,7 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if _, err := chat.Which(tmpl, info.Arch, e.log); err != nil {
 		e.log.Warn("chat requests will fail", "path", path, "err", err)
 	}
-	lm = &loaded{info: info, file: f, be: be, model: m, tok: tok, tmpl: tmpl, sess: sess}
+	lm = &loaded{info: info, file: f, be: be, model: m, tok: tok, tmpl: tmpl, sess: sess, route: route}
 	switch plan.mode {
 	case modeInMemory:
 		lm.resident = f.Size
@@ -424,9 +428,20 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	if lm.stream != nil {
 		before = lm.stream.Stats()
 	}
+	e.mu.Lock()
+	lm.route.Policy = e.opts.Routing
+	e.mu.Unlock()
+	if err := lm.route.Policy.Validate(lm.info.ExpertsUsed, lm.info.Experts); err != nil {
+		e.log.Warn("cache-aware routing off for this model", "err", err)
+		lm.route.Policy = routing.CacheRoute{}
+	}
+	routed := lm.route.Stats
 	st, err := e.generate(ctx, lm, req, emit)
 	if lm.stream != nil {
 		st.Experts = expertStats(before, lm.stream.Stats(), st.Duration)
+	}
+	if lm.route.Policy.Enabled {
+		st.Routing = routingStats(lm.route.Stats.Sub(routed))
 	}
 	sessBytes := lm.sessionBytes() // the turn is still held: nothing else uses the session
 
@@ -672,4 +687,18 @@ func expertStats(a, b experts.Stats, d time.Duration) *ExpertStats {
 		x.ReadMBps = float64(x.BytesRead) / 1e6 / s
 	}
 	return x
+}
+
+// routingStats summarises a generation's routing decisions.
+func routingStats(t routing.Telemetry) *RoutingStats {
+	r := &RoutingStats{}
+	if t.Tokens > 0 {
+		r.Agreement = t.Agreement / float64(t.Tokens)
+		r.KL = t.KL / float64(t.Tokens)
+	}
+	if t.Slots > 0 {
+		r.SwappedPct = 100 * float64(t.Swapped) / float64(t.Slots)
+		r.ResidentPct = 100 * float64(t.Resident) / float64(t.Slots)
+	}
+	return r
 }

@@ -64,6 +64,17 @@ type Stats struct {
 	// Experts is the expert cache's work during the generation; nil
 	// unless experts are streamed.
 	Experts *ExpertStats `json:"experts,omitempty"`
+	// Routing describes cache-aware routing's choices; nil when it is off.
+	Routing *RoutingStats `json:"routing,omitempty"`
+}
+
+// RoutingStats describe cache-aware routing over one generation, against
+// exact routing of the same hidden states.
+type RoutingStats struct {
+	Agreement   float64 `json:"agreement"`    // mean |chosen ∩ true top-k| / k
+	KL          float64 `json:"kl"`           // mean KL of the chosen weights from the true top-k ones
+	SwappedPct  float64 `json:"swapped_pct"`  // % of slots given to an expert outside the true top-k
+	ResidentPct float64 `json:"resident_pct"` // % of chosen experts that were resident
 }
 
 // ExpertStats describe expert streaming over one generation.

@@ -74,6 +74,9 @@ func (p *File) Prefetch(int, []int32) {}
 // Streaming implements model.ExpertProvider.
 func (p *File) Streaming() bool { return false }
 
+// Resident implements model.ExpertProvider: every expert always is.
+func (p *File) Resident(int, []bool) []bool { return nil }
+
 // Weights returns expert e of layer il.
 func (p *File) Weights(il, e int) model.ExpertWeights {
 	l := &p.layers[il]

@@ -229,6 +229,26 @@ func (s *Stream) Stats() Stats {
 // Streaming implements model.ExpertProvider: read-ahead pays here.
 func (s *Stream) Streaming() bool { return true }
 
+// Resident implements model.ExpertProvider: the logical residency (an
+// expert queued for read-ahead counts), which depends only on the order
+// of Fetch and Prefetch calls.
+func (s *Stream) Resident(layer int, dst []bool) []bool {
+	if layer < 0 || layer >= len(s.layers) || !s.layers[layer].ok {
+		return nil
+	}
+	n := s.layers[layer].experts
+	if cap(dst) < n {
+		dst = make([]bool, n)
+	}
+	dst = dst[:n]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for e := range dst {
+		_, dst[e] = s.resident[key(layer, e)]
+	}
+	return dst
+}
+
 // lru list operations (s.mu held).
 func (s *Stream) unlink(i int32) {
 	sl := &s.slots[i]

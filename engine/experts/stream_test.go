@@ -19,6 +19,7 @@ import (
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
+	"github.com/strata-llm/strata/engine/routing"
 	"github.com/strata-llm/strata/engine/synth"
 )
 
@@ -38,6 +39,12 @@ func writeModel(t testing.TB, typ ggml.Type) string {
 // returns every row's logits; newExperts nil means the in-memory provider.
 func run(t testing.TB, path string, toks []int32, newExperts func(*gguf.File, *model.ExpertLayout) (model.ExpertProvider, error)) [][]float32 {
 	t.Helper()
+	return runRouted(t, path, toks, nil, newExperts)
+}
+
+// runRouted is run with a routing policy.
+func runRouted(t testing.TB, path string, toks []int32, route *routing.State, newExperts func(*gguf.File, *model.ExpertLayout) (model.ExpertProvider, error)) [][]float32 {
+	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +52,7 @@ func run(t testing.TB, path string, toks []int32, newExperts func(*gguf.File, *m
 	defer f.Close()
 	be := cpu.NewBackend(2)
 	defer be.Close()
-	opts := model.Options{Backend: be}
+	opts := model.Options{Backend: be, Routing: route}
 	var prov model.ExpertProvider
 	if newExperts != nil {
 		opts.NewExperts = func(l *model.ExpertLayout) (model.ExpertProvider, error) {
@@ -252,5 +259,53 @@ func TestStreamReadErrors(t *testing.T) {
 	}
 	if lastErr == nil || !errors.Is(lastErr, io.ErrUnexpectedEOF) {
 		t.Fatalf("reading a truncated file: %v", lastErr)
+	}
+}
+
+// TestCacheRoutingIsDeterministic: with cache-aware routing on, the
+// choices depend on residency, yet the same prompt gives the same logits
+// at any read speed; and they differ from exact routing (the policy acts).
+func TestCacheRoutingIsDeterministic(t *testing.T) {
+	path := writeModel(t, ggml.Q8_0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := probeLayout(t, f)
+	f.Close()
+	toks := make([]int32, 40)
+	for i := range toks {
+		toks[i] = int32(i * 37 % 512)
+	}
+	exact := run(t, path, toks, nil)
+	pol := &routing.State{Policy: routing.CacheRoute{Enabled: true, Lambda: 3, AlwaysKept: 1, MaxRank: 10}}
+	var first [][]float32
+	for i, maxDelay := range []int{0, 300, 1500} {
+		rng := rand.New(rand.NewPCG(uint64(i), 9))
+		var mu sync.Mutex
+		got := runRouted(t, path, toks, pol, func(f *gguf.File, l *model.ExpertLayout) (model.ExpertProvider, error) {
+			return experts.NewStream(f, l, experts.StreamOptions{Budget: 12 * slot, Readers: 3, ReadDelay: func() {
+				if maxDelay > 0 {
+					mu.Lock()
+					d := time.Duration(rng.IntN(maxDelay)) * time.Microsecond
+					mu.Unlock()
+					time.Sleep(d)
+				}
+			}})
+		})
+		if i == 0 {
+			first = got
+			if same(exact, got) == nil {
+				t.Fatal("cache-aware routing changed nothing")
+			}
+			continue
+		}
+		if err := same(first, got); err != nil {
+			t.Fatalf("read delays up to %d µs changed the result: %v", maxDelay, err)
+		}
+	}
+	tel := pol.Stats
+	if tel.Swapped == 0 || tel.Agreement/float64(tel.Tokens) >= 1 || tel.KL <= 0 {
+		t.Fatalf("telemetry %+v", tel)
 	}
 }

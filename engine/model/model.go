@@ -15,6 +15,7 @@ import (
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/routing"
 )
 
 // Info describes a loaded model's shape.
@@ -147,6 +148,11 @@ type ExpertProvider interface {
 	// Streaming reports whether Prefetch does anything, so the MoE block
 	// predicts the next layer's experts only when it pays.
 	Streaming() bool
+	// Resident fills dst (grown to the layer's expert count) with which of
+	// layer's experts are resident now, or returns nil when all always are.
+	// The answer depends only on the logical order of fetches, never on
+	// I/O timing, so a routing policy that reads it stays deterministic.
+	Resident(layer int, dst []bool) []bool
 }
 
 // Fetch is one layer's request for experts.
@@ -174,6 +180,9 @@ type Options struct {
 	// NewExperts makes the provider of the model's expert weights from
 	// their layout in the file; nil: straight from the file's data.
 	NewExperts func(*ExpertLayout) (ExpertProvider, error)
+	// Routing is the routing policy the MoE layers apply and where they
+	// record its telemetry; nil: exact routing.
+	Routing *routing.State
 }
 
 // Architecture is one GGUF general.architecture the engine can run.

@@ -27,6 +27,8 @@ type MoE struct {
 	// ~72 % of the true top-8, against ~41 % for "the same experts as the
 	// last token").
 	NextRouter *backend.Matrix
+	// Routing is the model's routing policy and telemetry (nil: exact).
+	Routing *routing.State
 }
 
 // predictRows is the largest batch whose next-layer experts are predicted:
@@ -52,6 +54,10 @@ type MoEBuf struct {
 	pred   []float32 // [rows][experts] next layer's router probabilities
 	next   []int32   // predicted experts of the next layer
 	inNext []bool
+	res    []bool // residency snapshot
+	rsc    routing.Scratch
+	psel   []int32 // predicted choice of one row
+	pwts   []float32
 }
 
 // Forward adds the layer's output for rows rows of the normed input xn
@@ -77,8 +83,18 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 		buf.idx = make([]int, 0, nu)
 	}
 	sel, wts := buf.sel[:rows*nu], buf.wts[:rows*nu]
-	for r := 0; r < rows; r++ {
-		routing.Exact(logits[r*ne:(r+1)*ne], nu, m.WeightsScale, buf.idx, sel[r*nu:(r+1)*nu], wts[r*nu:(r+1)*nu])
+	if pol := m.policy(); pol.Enabled {
+		// Every row routes against one snapshot of residency, taken in the
+		// layer's logical order (so the result never depends on I/O timing).
+		buf.res = m.Provider.Resident(m.Layer, buf.res)
+		for r := 0; r < rows; r++ {
+			d := pol.Route(logits[r*ne:(r+1)*ne], nu, m.WeightsScale, buf.res, &buf.rsc, sel[r*nu:(r+1)*nu], wts[r*nu:(r+1)*nu])
+			m.Routing.Stats.Add(d, nu)
+		}
+	} else {
+		for r := 0; r < rows; r++ {
+			routing.Exact(logits[r*ne:(r+1)*ne], nu, m.WeightsScale, buf.idx, sel[r*nu:(r+1)*nu], wts[r*nu:(r+1)*nu])
+		}
 	}
 	// Group the rows by expert, in row order; the active experts ascending.
 	if len(buf.groups) < ne {
@@ -184,15 +200,32 @@ func (m *MoE) readAhead(be backend.Backend, xn []float32, rows int, buf *MoEBuf)
 	}
 	clear(buf.inNext)
 	buf.next = buf.next[:0]
+	// The same rule the next layer will route by, against its residency
+	// now, so read-ahead fetches what the router will pick.
+	pol := m.policy()
+	if pol.Enabled {
+		buf.res = m.Provider.Resident(m.Layer+1, buf.res)
+	}
+	if cap(buf.psel) < nu {
+		buf.psel, buf.pwts = make([]int32, nu), make([]float32, nu)
+	}
 	for r := 0; r < rows; r++ {
-		buf.idx = routing.TopK(p[r*ne:(r+1)*ne], nu, buf.idx[:0])
-		for _, e := range buf.idx {
+		pol.Route(p[r*ne:(r+1)*ne], nu, 0, buf.res, &buf.rsc, buf.psel[:nu], buf.pwts[:nu])
+		for _, e := range buf.psel[:nu] {
 			if !buf.inNext[e] {
 				buf.inNext[e] = true
-				buf.next = append(buf.next, int32(e))
+				buf.next = append(buf.next, e)
 			}
 		}
 	}
 	m.Provider.Prefetch(m.Layer+1, buf.next)
 	return nil
+}
+
+// policy is the routing policy in force (the zero policy is exact).
+func (m *MoE) policy() routing.CacheRoute {
+	if m.Routing == nil {
+		return routing.CacheRoute{}
+	}
+	return m.Routing.Policy
 }

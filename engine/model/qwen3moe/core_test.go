@@ -208,6 +208,8 @@ func (s *shuffler) Prefetch(int, []int32) {}
 
 func (s *shuffler) Streaming() bool { return false }
 
+func (s *shuffler) Resident(int, []bool) []bool { return nil }
+
 func (s *shuffler) Fetch(_ context.Context, layer int, exps []int32) (model.Fetch, error) {
 	f := &s.f
 	*f = shuffleFetch{s: s, layer: layer, exps: exps, ready: make(chan int, len(exps)), cancel: make(chan struct{})}
