@@ -62,7 +62,11 @@ type Options struct {
 	Streaming     Streaming          // when experts are streamed from the SSD; applies at the next Load
 	ExpertCache   int64              // expert cache bytes when streaming; 0: what the process may use; applies at the next Load
 	Routing       routing.CacheRoute // cache-aware routing; applies from the next generation
-	Logger        *slog.Logger       // nil: slog.Default()
+	// HistoryDir holds the learned expert-usage histories of streamed
+	// models (one file per model, named by its identity); "": none kept.
+	// Applies at the next Load.
+	HistoryDir string
+	Logger     *slog.Logger // nil: slog.Default()
 }
 
 // Engine owns at most one loaded model and runs one generation at a time;
@@ -94,6 +98,7 @@ type loaded struct {
 	sess   model.Session
 	stream *experts.Stream // nil unless experts are streamed
 	route  *routing.State  // the MoE layers' routing policy and telemetry
+	hist   *history        // nil unless a usage history is kept
 	batch  model.Batch     // reused for decode steps
 	one    [1]int32
 
@@ -243,8 +248,15 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	}()
 	route := &routing.State{}
 	mopts := model.Options{Backend: be, Routing: route}
+	var hist *history
 	if plan.mode == modeStream {
 		mopts.NewExperts, stream = newStream(f, plan, 0)
+		if opts.HistoryDir != "" {
+			if hist, err = openHistory(f, opts.HistoryDir, e.log); err != nil {
+				return nil, fmt.Errorf("load %s: %w", path, err)
+			}
+			mopts.Usage = hist.h
+		}
 	}
 	m, info, err := openModel(ctx, f, mopts)
 	if err != nil {
@@ -273,12 +285,20 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 		lm.info = info
 		e.log.Info("streaming experts", "path", path, "cache", gib(lm.resident), "slots", st.Slots,
 			"dense", gib(plan.dense), "usable", gib(int64(plan.usable)), "direct", st.Direct)
+		if hist != nil {
+			lm.hist = hist
+			n := lm.stream.Warm(hist.order())
+			e.log.Info("expert cache warmed from the usage history", "experts", n, "turns", hist.h.Turns)
+		}
 	}
 	lm.sessBytes = lm.sessionBytes()
 	return lm, nil
 }
 
 func (lm *loaded) close() {
+	if lm.hist != nil {
+		lm.hist.save()
+	}
 	lm.sess.Close()
 	lm.model.Close()
 	if lm.stream != nil {
@@ -442,6 +462,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	}
 	if lm.route.Policy.Enabled {
 		st.Routing = routingStats(lm.route.Stats.Sub(routed))
+	}
+	if lm.hist != nil && st.PromptTokens+st.GeneratedTokens > 0 {
+		lm.hist.endTurn(st.PromptTokens+st.GeneratedTokens, lm.stream)
 	}
 	sessBytes := lm.sessionBytes() // the turn is still held: nothing else uses the session
 

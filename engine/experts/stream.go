@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -632,4 +633,85 @@ func (f *streamFetch) Release() {
 		}
 	}
 	f.experts, f.waiting, f.slotOf = nil, f.waiting[:0], f.slotOf[:0]
+}
+
+// Warm queues experts for read-ahead in the given order (hottest first)
+// while the arena has room that no fetch needs, so a model starts with
+// the experts its history says it will use; it returns how many it
+// queued.
+func (s *Stream) Warm(order [][2]int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, le := range order {
+		if n >= len(s.slots) || s.closed {
+			break
+		}
+		l, e := le[0], le[1]
+		if l < 0 || l >= len(s.layers) || !s.layers[l].ok || e < 0 || e >= s.layers[l].experts {
+			continue
+		}
+		if _, ok := s.resident[key(l, e)]; ok {
+			n++
+			continue
+		}
+		v := s.emptySlot()
+		if v < 0 {
+			break
+		}
+		s.assign(v, l, e, false)
+		n++
+	}
+	return n
+}
+
+// emptySlot returns a slot holding no expert, or -1 (s.mu held).
+func (s *Stream) emptySlot() int32 {
+	for i := range s.slots {
+		if s.slots[i].key < 0 && !s.slots[i].pinned {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// Rebalance swaps, at most max times, the coldest resident expert for the
+// hottest one not resident when hot > 1.25·cold + 4 (scores from the
+// usage history): between turns, never during a generation. It returns
+// the number of swaps.
+func (s *Stream) Rebalance(score func(layer, expert int) float32, max int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	swaps := 0
+	for ; swaps < max && !s.closed; swaps++ {
+		hotL, hotE, hot := -1, -1, float32(-1)
+		for l := range s.layers {
+			if !s.layers[l].ok {
+				continue
+			}
+			for e := 0; e < s.layers[l].experts; e++ {
+				if _, ok := s.resident[key(l, e)]; ok {
+					continue
+				}
+				if c := score(l, e); c > hot {
+					hotL, hotE, hot = l, e, c
+				}
+			}
+		}
+		cold, coldSlot := float32(math.MaxFloat32), int32(-1)
+		for i := range s.slots {
+			sl := &s.slots[i]
+			if sl.key < 0 || sl.pinned {
+				continue
+			}
+			if c := score(int(sl.key>>32), int(sl.key&0xffffffff)); c < cold {
+				cold, coldSlot = c, int32(i)
+			}
+		}
+		if hotL < 0 || coldSlot < 0 || !(hot > 1.25*cold+4) {
+			break
+		}
+		s.assign(coldSlot, hotL, hotE, false)
+	}
+	return swaps
 }

@@ -183,6 +183,14 @@ type Options struct {
 	// Routing is the routing policy the MoE layers apply and where they
 	// record its telemetry; nil: exact routing.
 	Routing *routing.State
+	// Usage, if set, is told every token's chosen experts per layer (the
+	// learned usage history).
+	Usage UsageRecorder
+}
+
+// UsageRecorder records expert selections: once per token per layer.
+type UsageRecorder interface {
+	Add(layer int, experts []int32)
 }
 
 // Architecture is one GGUF general.architecture the engine can run.

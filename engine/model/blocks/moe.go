@@ -29,6 +29,8 @@ type MoE struct {
 	NextRouter *backend.Matrix
 	// Routing is the model's routing policy and telemetry (nil: exact).
 	Routing *routing.State
+	// Usage records each row's chosen experts (nil: not recorded).
+	Usage model.UsageRecorder
 }
 
 // predictRows is the largest batch whose next-layer experts are predicted:
@@ -94,6 +96,11 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	} else {
 		for r := 0; r < rows; r++ {
 			routing.Exact(logits[r*ne:(r+1)*ne], nu, m.WeightsScale, buf.idx, sel[r*nu:(r+1)*nu], wts[r*nu:(r+1)*nu])
+		}
+	}
+	if m.Usage != nil {
+		for r := 0; r < rows; r++ {
+			m.Usage.Add(m.Layer, sel[r*nu:(r+1)*nu])
 		}
 	}
 	// Group the rows by expert, in row order; the active experts ascending.
