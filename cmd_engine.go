@@ -61,7 +61,12 @@ func cmdTokenize(ctx context.Context, env *cmdEnv, args []string) error {
 
 // loadForCLI loads a model into a fresh engine for one-shot commands.
 func loadForCLI(ctx context.Context, env *cmdEnv, path string, threads, nctx int) (*engine.Engine, error) {
-	eng := engine.New(engine.Options{Threads: threads, ContextLength: nctx, Logger: env.Log})
+	return loadWith(ctx, engine.Options{Threads: threads, ContextLength: nctx, Logger: env.Log}, path)
+}
+
+// loadWith loads path into a new engine with opts.
+func loadWith(ctx context.Context, opts engine.Options, path string) (*engine.Engine, error) {
+	eng := engine.New(opts)
 	if err := eng.Load(ctx, path); err != nil {
 		eng.Close()
 		return nil, err
@@ -163,8 +168,10 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	reps := fs.Int("reps", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to `file` (go tool pprof)")
+	stream := fs.String("stream", "auto", "stream experts from the SSD: auto (when the model does not fit the memory this process may use), always, never")
+	cacheGB := fs.Float64("cache-gb", 0, "expert cache size in GB when streaming (0: what the process may use)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--cpuprofile F] [--json]")
+		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--stream auto|always|never] [--cache-gb G] [--cpuprofile F] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -173,7 +180,13 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	if *modelPath == "" || *reps < 1 {
 		return errors.New("bench: --model is required and --reps must be ≥ 1")
 	}
-	eng, err := loadForCLI(ctx, env, *modelPath, *threads, *pp+*tg+1)
+	mode := map[string]engine.Streaming{"auto": engine.StreamAuto, "always": engine.StreamAlways, "never": engine.StreamNever}
+	sm, ok := mode[*stream]
+	if !ok || *cacheGB < 0 {
+		return fmt.Errorf("bench: --stream must be auto, always or never, --cache-gb not negative")
+	}
+	eng, err := loadWith(ctx, engine.Options{Threads: *threads, ContextLength: *pp + *tg + 1, Logger: env.Log,
+		Streaming: sm, ExpertCache: int64(*cacheGB * 1e9)}, *modelPath)
 	if err != nil {
 		return err
 	}
@@ -199,20 +212,26 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 		pre, dec, last = append(pre, res.PrefillPerSec), append(dec, res.DecodePerSec), res
 	}
 	out := struct {
-		Model          string    `json:"model"`
-		Threads        int       `json:"threads"`
-		PromptTokens   int       `json:"prompt_tokens"`
-		GenTokens      int       `json:"gen_tokens"`
-		PrefillTokS    float64   `json:"prefill_tokens_per_second"`
-		DecodeTokS     float64   `json:"decode_tokens_per_second"`
-		PrefillSamples []float64 `json:"prefill_samples"`
-		DecodeSamples  []float64 `json:"decode_samples"`
-	}{*modelPath, *threads, last.PromptTokens, last.GenTokens, median(pre), median(dec), pre, dec}
+		Model          string              `json:"model"`
+		Threads        int                 `json:"threads"`
+		PromptTokens   int                 `json:"prompt_tokens"`
+		GenTokens      int                 `json:"gen_tokens"`
+		PrefillTokS    float64             `json:"prefill_tokens_per_second"`
+		DecodeTokS     float64             `json:"decode_tokens_per_second"`
+		PrefillSamples []float64           `json:"prefill_samples"`
+		DecodeSamples  []float64           `json:"decode_samples"`
+		Memory         string              `json:"memory"`
+		Experts        *engine.ExpertStats `json:"experts,omitempty"` // of the last repetition's decode
+	}{*modelPath, *threads, last.PromptTokens, last.GenTokens, median(pre), median(dec), pre, dec, last.Memory, last.Experts}
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(out)
 	}
-	fmt.Fprintf(env.Stdout, "model %s, %d threads\nprefill %d tokens: %.1f tok/s\ndecode %d tokens: %.1f tok/s\n",
-		out.Model, out.Threads, out.PromptTokens, out.PrefillTokS, out.GenTokens, out.DecodeTokS)
+	fmt.Fprintf(env.Stdout, "model %s, %d threads, %s\nprefill %d tokens: %.1f tok/s\ndecode %d tokens: %.1f tok/s\n",
+		out.Model, out.Threads, out.Memory, out.PromptTokens, out.PrefillTokS, out.GenTokens, out.DecodeTokS)
+	if x := out.Experts; x != nil {
+		fmt.Fprintf(env.Stdout, "experts: cache %.2f GB, hit %.1f %%, %.1f MB read per token, %.0f MB/s, stalled %.2f s\n",
+			float64(x.CacheBytes)/1e9, 100*x.HitRate, float64(x.BytesRead)/1e6/float64(max(out.GenTokens, 1)), x.ReadMBps, x.StallSeconds)
+	}
 	return nil
 }
 

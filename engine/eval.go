@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/model"
 )
 
@@ -87,6 +88,10 @@ type BenchResult struct {
 	PrefillPerSec  float64 `json:"prefill_tokens_per_second"`
 	DecodePerSec   float64 `json:"decode_tokens_per_second"`
 	Threads        int     `json:"threads"`
+	Memory         string  `json:"memory"` // how the weights are held (ModelInfo.Memory)
+	// Experts is the expert cache's work over the decode steps when
+	// experts are streamed.
+	Experts *ExpertStats `json:"experts,omitempty"`
 }
 
 // Bench times a prefill of promptTokens random tokens in one batch, then
@@ -119,6 +124,11 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	}
 	r.PrefillSeconds = time.Since(t0).Seconds()
 	r.PrefillPerSec = float64(promptTokens) / r.PrefillSeconds
+	r.Memory = lm.info.Memory
+	var before experts.Stats
+	if lm.stream != nil {
+		before = lm.stream.Stats()
+	}
 	t1 := time.Now()
 	for i := 0; i < gen; i++ {
 		best := 0
@@ -132,6 +142,9 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 		}
 	}
 	r.DecodeSeconds = time.Since(t1).Seconds()
+	if lm.stream != nil {
+		r.Experts = expertStats(before, lm.stream.Stats(), time.Since(t1))
+	}
 	if gen > 0 {
 		r.DecodePerSec = float64(gen) / r.DecodeSeconds
 	}

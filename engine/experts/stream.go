@@ -51,6 +51,7 @@ type Stats struct {
 	ReadTime   time.Duration // summed over readers
 	Stall      time.Duration // time layers waited for experts
 	Direct     bool          // reads bypass the page cache
+	Precision  float64       // running fraction of read-ahead predictions used
 }
 
 // Stream serves experts from an arena of fixed slots in anonymous memory,
@@ -84,15 +85,36 @@ type Stream struct {
 	ahead    []readJob
 	stats    Stats
 	closed   bool
-	wg       sync.WaitGroup
-	fetch    streamFetch
+	// precision is the running (EMA 0.1) fraction of read-ahead
+	// predictions the next fetch used; predictions counts them.
+	precision   float64
+	predictions int
+	wg          sync.WaitGroup
+	fetch       streamFetch
 }
 
 type streamLayer struct {
 	ok      bool
 	parts   [3]tensorPart // gate, up, down
 	experts int
+	// predicted is the last read-ahead prediction for this layer, scored
+	// against the layer's next fetch.
+	predicted []int32
+	hasPred   bool
 }
+
+// Read-ahead is worth its reads only when predictions are used: each
+// prediction is scored against the experts the layer then fetches, and
+// while the running precision is below minPrecision only every
+// probeEvery-th prediction is read (the rest are still scored, so the
+// precision keeps being measured). On a synthetic model with uniform
+// routing (8 of 128 experts) the next-router prediction's precision is
+// ~0.06 and its reads took bandwidth from the misses; colibri measured a
+// recall of ~72 % on real models, where read-ahead pays.
+const (
+	minPrecision = 0.25
+	probeEvery   = 8
+)
 
 type tensorPart struct {
 	ref model.TensorRef
@@ -138,7 +160,7 @@ func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*S
 		opts.UrgentReaders = 1
 	}
 	opts.UrgentReaders = min(opts.UrgentReaders, opts.Readers-1) // one reader serves both queues
-	s := &Stream{opts: opts, resident: map[int64]int32{}, lruHead: -1, lruTail: -1}
+	s := &Stream{opts: opts, resident: map[int64]int32{}, lruHead: -1, lruTail: -1, precision: 1}
 	s.cond = sync.NewCond(&s.mu)
 	// The slot size fits the largest expert of any layer, each tensor's
 	// bytes in an aligned superset range.
@@ -224,6 +246,7 @@ func (s *Stream) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Resident = len(s.resident)
+	st.Precision = s.precision
 	return st
 }
 
@@ -454,6 +477,9 @@ func (s *Stream) Fetch(_ context.Context, layer int, experts []int32) (model.Fet
 	if s.closed {
 		return nil, errors.New("experts: provider closed")
 	}
+	if l := &s.layers[layer]; l.hasPred {
+		s.score(l, experts)
+	}
 	f := &s.fetch
 	if cap(f.ready) < len(experts) {
 		f.ready = make(chan int, max(len(experts), 64))
@@ -482,6 +508,25 @@ func (s *Stream) Fetch(_ context.Context, layer int, experts []int32) (model.Fet
 	}
 	s.place(f)
 	return f, nil
+}
+
+// score updates the read-ahead precision with how many of the layer's
+// predicted experts its fetch used (s.mu held).
+func (s *Stream) score(l *streamLayer, experts []int32) {
+	l.hasPred = false
+	if len(l.predicted) == 0 {
+		return
+	}
+	used := 0
+	for _, p := range l.predicted {
+		for _, e := range experts {
+			if p == e {
+				used++
+				break
+			}
+		}
+	}
+	s.precision = 0.9*s.precision + 0.1*float64(used)/float64(len(l.predicted))
 }
 
 // promote moves the queued read-ahead reads of slot si to the urgent queue:
@@ -530,6 +575,12 @@ func (s *Stream) Prefetch(layer int, experts []int32) {
 	defer s.mu.Unlock()
 	if s.closed {
 		return
+	}
+	l := &s.layers[layer]
+	l.predicted, l.hasPred = append(l.predicted[:0], experts...), true
+	s.predictions++
+	if s.precision < minPrecision && s.predictions%probeEvery != 0 {
+		return // scored, not read
 	}
 	for _, e := range experts {
 		if e < 0 || int(e) >= s.layers[layer].experts {
