@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Expert streaming under a memory limit, side by side with llama.cpp.
+#
+#   scripts/bench-streaming.sh MODEL.gguf "1500 1000" [THREADS] [GEN] [ROUNDS]
+#
+# For each limit (MB) a cgroup v1 memory group is made (root; the limit
+# charges page cache too, as on a laptop with other apps open) and, ROUNDS
+# times in turn, `strata bench` (experts streamed with the budget the engine
+# measures itself) and llama.cpp (node-llama-cpp's prebuilt CPU build,
+# tools/oracle/bench.mjs, mmap as its default) decode GEN tokens after a
+# 16-token prompt inside it, with the page cache dropped before each run.
+# It prints the median tok/s of each, their ratio, our hit rate and bytes
+# read per token, and the I/O bound: the disk's O_DIRECT read bandwidth
+# (measured here with dd on the model file) ÷ our bytes read per token.
+# The host drifts by ±25 % over minutes: compare the ratios, not tok/s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=${1:?usage: bench-streaming.sh MODEL.gguf "LIMITS_MB" [THREADS] [GEN] [ROUNDS]}
+limits=${2:-"1500 1000"}
+threads=${3:-2}
+gen=${4:-32}
+rounds=${5:-3}
+[ "$(id -u)" -eq 0 ] || { echo "needs root (cgroup v1 memory limits, drop_caches)" >&2; exit 1; }
+root=/sys/fs/cgroup/memory
+[ -d "$root" ] || { echo "no cgroup v1 memory controller at $root" >&2; exit 1; }
+[ -d tools/oracle/node_modules ] || (cd tools/oracle && npm ci --ignore-scripts --no-audit --no-fund)
+go build -o bin/strata .
+
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+drop
+bw=$(dd if="$model" of=/dev/null bs=4M count=256 iflag=direct 2>&1 | awk '/copied/ {print $(NF-1)*($NF=="GB/s"?1000:1)}')
+echo "model $model, $threads threads, $gen tokens; O_DIRECT read: $bw MB/s"
+printf '%-7s | %8s %8s %6s | %6s %9s %9s %6s\n' "limit" "ours" "llama" "ratio" "hit %" "MB/token" "I/O bound" "of it"
+for mb in $limits; do
+	cg="$root/strata-bench-$$-$mb"
+	mkdir "$cg"
+	trap 'rmdir "$cg" 2>/dev/null || true' EXIT
+	echo $((mb << 20)) >"$cg/memory.limit_in_bytes"
+	log=$(mktemp)
+	for _ in $(seq "$rounds"); do
+		drop
+		echo "ours $(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" bin/strata bench --model "$model" \
+			--threads "$threads" --prompt-tokens 16 --gen "$gen" --reps 1 --json 2>/dev/null)" >>"$log"
+		drop
+		echo "node $(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" node tools/oracle/bench.mjs "$model" \
+			"$threads" 16 "$gen" 1 2>/dev/null)" >>"$log"
+	done
+	python3 - "$mb" "$bw" "$log" <<'PY'
+import json,statistics,sys
+mb,bw,log=sys.argv[1],float(sys.argv[2]),sys.argv[3]
+ours,node,hit,mbt=[],[],[],[]
+for line in open(log):
+    who,js=line.split(" ",1)
+    r=json.loads(js)
+    if who=="ours":
+        ours.append(r["decode_tokens_per_second"])
+        x=r.get("experts") or {}
+        hit.append(100*x.get("hit_rate",1)); mbt.append(x.get("bytes_read",0)/1e6/max(r["gen_tokens"],1))
+    else:
+        node.append(r["decode_tokens_per_second"])
+o,n=statistics.median(ours),statistics.median(node)
+h,m=statistics.median(hit),statistics.median(mbt)
+bound=bw/m if m>0 else float("inf")
+print(f"{mb+' MB':<7} | {o:8.2f} {n:8.2f} {o/n:6.2f} | {h:6.1f} {m:9.1f} {bound:9.2f} {o/bound:6.2f}")
+PY
+	rm -f "$log"
+	rmdir "$cg"
+done
