@@ -16,17 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-llm/strata/internal/testfix"
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/models/download"
 )
 
-const fixture = "/work/shared/fixtures/tiny-qwen3moe-Q4_K_M.gguf"
-
 func readFixture(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(fixture)
+	b, err := os.ReadFile(testfix.Path(t, testfix.Qwen3MoEQ4_K_M))
 	if err != nil {
-		t.Skipf("fixture: %v", err)
+		t.Fatalf("fixture: %v", err)
 	}
 	return b
 }
