@@ -8,7 +8,7 @@ BIN     := bin/strata
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: run test build deps test-deps vet test-go test-arm64 vet-darwin clean
+.PHONY: run test build deps test-deps check-repo vet test-go test-arm64 vet-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -22,7 +22,11 @@ deps:
 test-deps:
 	scripts/deps.sh test
 
-test: test-deps vet test-go test-arm64 vet-darwin
+test: test-deps check-repo vet test-go test-arm64 vet-darwin
+
+# No big files outside testdata/ in git, every .go file gofmt-formatted.
+check-repo:
+	scripts/check-repo.sh
 
 vet:
 	$(GO) vet ./...
