@@ -33,6 +33,7 @@ vet:
 
 test-go:
 	$(GO) test -race -timeout 15m ./...
+	cd internal/uilocale && $(GO) test -race ./...
 	# The llama.cpp comparisons again with every SIMD kernel off.
 	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' ./engine/
 
