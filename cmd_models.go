@@ -65,10 +65,22 @@ func cmdModels(ctx context.Context, env *cmdEnv, args []string) error {
 	if unchecked {
 		fmt.Fprintln(env.Stdout, "\n* repository not checked when the catalog was written; sizes are estimates.")
 	}
+	for _, e := range list {
+		if e.NeedsNewer {
+			fmt.Fprintln(env.Stdout, "Models that need a newer Strata use an architecture this version cannot run yet; they cannot be downloaded.")
+			break
+		}
+	}
 	return nil
 }
 
 func stateText(e models.Entry) string {
+	switch {
+	case e.NeedsNewer && e.State == models.StateAvailable:
+		return "needs a newer Strata"
+	case e.NeedsNewer && e.State == models.StateInstalled:
+		return "installed, needs a newer Strata"
+	}
 	switch e.State {
 	case models.StateInstalled:
 		if e.Verified {
@@ -99,8 +111,6 @@ func fitText(f models.Fit) string {
 	switch f {
 	case models.FitInRAM:
 		return "fits in RAM"
-	case models.FitStreaming:
-		return "runs with SSD streaming"
 	case models.FitTooLarge:
 		return "too large"
 	}

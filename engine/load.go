@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
@@ -12,6 +14,14 @@ import (
 // DemoName is the general.name of the demo model the project generates; a
 // model with this name is reported as a demo with random weights.
 const DemoName = "Strata demo (random weights)"
+
+// SupportedArchs lists the architectures (GGUF general.architecture) that
+// openModel loads, one per case of its switch.
+func SupportedArchs() []string { return []string{qwen3moe.Arch} }
+
+// Supports reports whether this engine can load models of architecture
+// arch; the model catalog offers only those for download.
+func Supports(arch string) bool { return slices.Contains(SupportedArchs(), arch) }
 
 // openModel builds the forward pass for f's architecture.
 func openModel(_ context.Context, f *gguf.File, opts Options) (model.Model, ModelInfo, error) {
@@ -33,6 +43,6 @@ func openModel(_ context.Context, f *gguf.File, opts Options) (model.Model, Mode
 	case "":
 		return nil, info, fmt.Errorf("the file names no architecture (general.architecture)")
 	default:
-		return nil, info, fmt.Errorf("architecture %q is not supported yet (supported: %s)", f.Arch(), qwen3moe.Arch)
+		return nil, info, fmt.Errorf("architecture %q is not supported yet (supported: %s)", f.Arch(), strings.Join(SupportedArchs(), ", "))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/models/download"
 )
@@ -31,6 +32,11 @@ type Options struct {
 	// Validate checks a finished GGUF file (nil: the strict validator,
 	// gguf.Open).
 	Validate func(path string) error
+	// Supports says whether this Strata can run an architecture (GGUF
+	// general.architecture); nil: engine.Supports. Catalog entries of
+	// other architectures are listed as needing a newer Strata and are
+	// not downloaded.
+	Supports func(arch string) bool
 	Log      *slog.Logger
 }
 
@@ -90,6 +96,9 @@ type Entry struct {
 	Source      Source `json:"source"`
 	InCatalog   bool   `json:"in_catalog"`
 	Unchecked   bool   `json:"unchecked,omitempty"` // catalog entry not checked against its hub
+	// NeedsNewer: this Strata cannot run the model's architecture (a later
+	// version may); such catalog entries are not downloaded.
+	NeedsNewer bool `json:"needs_newer_strata,omitempty"`
 	// Size is the exact size in bytes (installed: on disk), 0 when
 	// unknown; ApproxSize an estimate for display then.
 	Size           int64     `json:"size"`
@@ -113,6 +122,7 @@ var (
 	ErrCancelled    = errors.New("download cancelled")
 	ErrClosed       = errors.New("model manager closed")
 	ErrInvalidGGUF  = errors.New("downloaded file is not a valid GGUF model")
+	ErrNeedsNewer   = errors.New("needs a newer Strata")
 )
 
 // Manager owns the model store folder. Its methods are safe for concurrent
@@ -156,6 +166,9 @@ func NewManager(dir string, opts Options) (*Manager, error) {
 	}
 	if opts.Validate == nil {
 		opts.Validate = validateGGUF
+	}
+	if opts.Supports == nil {
+		opts.Supports = engine.Supports
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -270,7 +283,7 @@ func (m *Manager) List() []Entry {
 		e := &Entry{Name: c.Name, Display: c.Display, Description: c.Description, Family: c.Family,
 			Arch: c.Arch, Quant: c.Quant, InCatalog: true, Unchecked: c.Unchecked, Size: c.SizeBytes,
 			ApproxSize: c.ApproxSizeBytes, RAMRecommended: c.RAMRecommended, RAMMin: c.RAMMin, State: StateAvailable,
-			Source: Source{Kind: "catalog", Ref: c.Name}}
+			Source: Source{Kind: "catalog", Ref: c.Name}, NeedsNewer: !m.opts.Supports(c.Arch)}
 		if c.HF != nil {
 			e.Source.Repo, e.Source.Revision = c.HF.Repo, c.HF.Revision
 		}
@@ -298,6 +311,7 @@ func (m *Manager) List() []Entry {
 			e := get(name)
 			e.State = StateInstalled
 			e.Display, e.Arch, e.Quant, e.Source = cmp.Or(man.Display, e.Display), cmp.Or(man.Arch, e.Arch), cmp.Or(man.Quant, e.Quant), man.Source
+			e.NeedsNewer = e.Arch != "" && !m.opts.Supports(e.Arch)
 			e.Verified, e.VerifiedAt = man.Verified, man.VerifiedAt
 			e.Path = filepath.Join(folder, man.Files[0].Name)
 			e.Size = 0
@@ -437,6 +451,9 @@ func (m *Manager) Resume(ctx context.Context, name string) error {
 
 func (m *Manager) start(_ context.Context, p plan) error {
 	folder := filepath.Join(m.dir, p.Name)
+	if p.Arch != "" && !m.opts.Supports(p.Arch) {
+		return fmt.Errorf("pull %s: %w: this version cannot run %s models yet, so the download would be of no use", p.Name, ErrNeedsNewer, p.Arch)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.ctx.Err(); err != nil {

@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/internal/testfix"
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/models/download"
@@ -290,10 +292,10 @@ func TestPullFailures(t *testing.T) {
 		{name: "not a gguf", ref: "o/r/garbage.gguf", want: models.ErrInvalidGGUF, text: "removed"},
 		{name: "missing file", ref: "o/r/nope.gguf", text: "404"},
 		{name: "catalog hash wrong", ref: "good", want: download.ErrHashMismatch, text: "removed",
-			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "a", Quant: "q",
+			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "qwen3moe", Quant: "q",
 				HF: &models.HFSource{Repo: "o/r"}, Files: []models.FileSpec{{Path: "good.gguf", SHA256: strings.Repeat("ab", 32)}}}}},
 		{name: "catalog size wrong", ref: "good", want: download.ErrSizeMismatch,
-			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "a", Quant: "q",
+			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "qwen3moe", Quant: "q",
 				HF: &models.HFSource{Repo: "o/r"}, Files: []models.FileSpec{{Path: "good.gguf", Size: 12345}}}}},
 	}
 	for _, tc := range tests {
@@ -473,6 +475,54 @@ func TestManifestWithBadFileNameIgnored(t *testing.T) {
 	for _, e := range m.List() {
 		if e.Name == "evil" && e.State == models.StateInstalled {
 			t.Error("listed as installed")
+		}
+	}
+}
+
+// Catalog entries of an architecture the engine cannot run are listed as
+// needing a newer Strata and refuse to download, before any request; the
+// embedded catalog marks exactly the entries the engine cannot load.
+func TestCatalogNeedsNewerStrata(t *testing.T) {
+	h, srv := newHub(t, map[string][]byte{}, true)
+	var requests atomic.Int64
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		h.ServeHTTP(w, r)
+	})
+	cat := []models.CatalogEntry{{
+		Name: "next-q4", Display: "Next", Arch: "qwen3next", Quant: "Q4_K_M",
+		HF:    &models.HFSource{Repo: "acme/next-GGUF"},
+		Files: []models.FileSpec{{Path: "next-00001-of-00002.gguf"}, {Path: "next-00002-of-00002.gguf"}},
+	}}
+	m := newManager(t, t.TempDir(), srv, cat)
+	if e := entry(t, m, "next-q4"); !e.NeedsNewer || e.State != models.StateAvailable {
+		t.Errorf("entry %+v, want needs_newer_strata", e)
+	}
+	_, err := m.Pull(t.Context(), "next-q4")
+	if !errors.Is(err, models.ErrNeedsNewer) || !strings.Contains(err.Error(), "needs a newer Strata") || !strings.Contains(err.Error(), "qwen3next") {
+		t.Errorf("pull: %v, want ErrNeedsNewer naming the architecture", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests to the hub for a refused pull", n)
+	}
+	if ents, _ := os.ReadDir(m.Dir()); len(ents) != 0 {
+		t.Errorf("a refused pull left %v", ents)
+	}
+
+	def, err := models.NewManager(t.TempDir(), models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer def.Close()
+	for _, e := range def.List() {
+		if e.NeedsNewer == engine.Supports(e.Arch) {
+			t.Errorf("%s (%s): needs_newer_strata %v, engine.Supports %v", e.Name, e.Arch, e.NeedsNewer, engine.Supports(e.Arch))
+		}
+		if !e.NeedsNewer {
+			continue // pulling it would go to the real hub
+		}
+		if _, err := def.Pull(t.Context(), e.Name); !errors.Is(err, models.ErrNeedsNewer) {
+			t.Errorf("%s: pull %v, want ErrNeedsNewer", e.Name, err)
 		}
 	}
 }
