@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -206,8 +205,8 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 // openFile reads a model that fits in memory comfortably (half of it) into
 // memory, and says so; a larger one is mapped and read as it is used.
 func openFile(ctx context.Context, path string) (*gguf.File, bool, error) {
-	if st, err := os.Stat(path); err == nil {
-		if ram := sysmem.Total(); ram > 0 && uint64(st.Size()) <= ram/2 {
+	if size, err := gguf.DiskSize(path); err == nil { // all parts of a split model
+		if ram := sysmem.Total(); ram > 0 && uint64(size) <= ram/2 {
 			f, err := gguf.Load(ctx, path)
 			return f, err == nil, err
 		}
