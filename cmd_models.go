@@ -309,11 +309,14 @@ func cmdVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	defer m.Close()
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() && (strings.ContainsRune(arg, os.PathSeparator) || models.ValidateName(arg) != nil || strings.HasSuffix(arg, ".gguf")) {
-		sum, err := m.VerifyPath(ctx, arg, nil)
+		files, err := m.VerifyPath(ctx, arg, nil)
+		for _, f := range files {
+			fmt.Fprintf(env.Stdout, "%s  %s\n", f.SHA256, f.Name)
+		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s  %s\nvalid GGUF\n", sum, arg)
+		fmt.Fprintln(env.Stdout, "valid GGUF")
 		return nil
 	}
 	rep, err := m.Verify(ctx, arg, nil)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +30,9 @@ type Options struct {
 	HubURL string
 	// Download tunes the downloader; its Client is replaced by Client.
 	Download download.Options
-	// Validate checks a finished GGUF file (nil: the strict validator,
-	// gguf.Open).
+	// Validate checks a finished model given its first (or only) file,
+	// with all the parts of a split model (nil: the strict validator,
+	// gguf.Open, which reads every part).
 	Validate func(path string) error
 	// Supports says whether this Strata can run an architecture (GGUF
 	// general.architecture); nil: engine.Supports. Catalog entries of
@@ -191,13 +193,22 @@ func NewManager(dir string, opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// validateGGUF is the default validator: the strict GGUF reader.
+// validateGGUF is the default validator: the strict GGUF reader, which
+// opens every part of a split model. A file named as the first of N parts
+// must be a split model of N parts.
 func validateGGUF(path string) error {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	defer f.Close()
+	if m := splitRe.FindStringSubmatch(filepath.Base(path)); m != nil {
+		n, _ := strconv.Atoi(m[3])
+		if got := len(f.SplitParts()); n > 1 && got != n {
+			return fmt.Errorf("%s is named as part 1 of %d, but the model it starts has %d part(s)", filepath.Base(path), n, got)
+		}
+	}
+	return nil
 }
 
 // tidy removes leftovers of interrupted writes: temp files, and pull
