@@ -273,9 +273,11 @@ func WriteSplit(ctx context.Context, src *File, prefix string, opts SplitOptions
 				w.AddKV(kv.Key, kv.Value)
 			}
 		}
+		// gguf-split's order: it sets split.count last (a placeholder
+		// first, replaced once the number of parts is known).
 		w.AddKV(KeySplitNo, Uint16(uint16(i)))
-		w.AddKV(KeySplitCount, Uint16(uint16(len(groups))))
 		w.AddKV(KeySplitTensors, Int32(int32(len(src.Tensors))))
+		w.AddKV(KeySplitCount, Uint16(uint16(len(groups))))
 		for _, t := range g {
 			data := src.Data(t)
 			if data == nil {

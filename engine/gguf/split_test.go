@@ -3,7 +3,9 @@ package gguf
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -318,5 +320,52 @@ func TestDiskSize(t *testing.T) {
 	os.Remove(parts[2])
 	if _, err := DiskSize(parts[0]); err == nil {
 		t.Error("DiskSize with a part missing succeeded")
+	}
+}
+
+// WriteSplit writes the same bytes as llama.cpp's gguf-split (the build of
+// the oracle's llama.cpp): the sha256 of each part gguf-split wrote from
+// the fixtures, with `--split-max-tensors 20` and `--split-max-size 3M`.
+func TestSplitMatchesGGUFSplit(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		opts    SplitOptions
+		sums    []string
+	}{
+		{testfix.Qwen3MoEQ4_K_M, SplitOptions{MaxTensors: 20}, []string{
+			"a31d0c7e56f6daf8396de10cc61055dc1bea25fe210e26f8952a3efe0bc25145",
+			"291719ef65031dd374b3b8966f832681547ec5116cbd07167f28a1ed338d20a8",
+			"aac7c4d801d1ae3ae639955806318515c42ef81b3d186c7308d05fa79039e7c4",
+		}},
+		{testfix.Qwen3NextQ8_0, SplitOptions{MaxBytes: 3_000_000}, []string{
+			"4aff559df141949ca12cb603896dfbad2bf462cdf2c08ec6778aa14abd26849e",
+			"966024c2632d264873b32e864c5df22f79fa7a4bfdcd8adfacd801f76ca88bb0",
+			"1e36f5d2c1acf1fd18e96af40180bdfbebe713ee1b8758263cf110577a0faf0e",
+			"e4c3e9a7444f9dd8276048b1e7f5bc38fcd4e93c2f2a5d8585e5e25d4a4d5b3a",
+		}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			src, err := Open(testfix.Path(t, tc.fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			parts, err := WriteSplit(context.Background(), src, filepath.Join(t.TempDir(), "m"), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parts) != len(tc.sums) {
+				t.Fatalf("%d parts, gguf-split wrote %d", len(parts), len(tc.sums))
+			}
+			for i, p := range parts {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != tc.sums[i] {
+					t.Errorf("part %d: sha256 %s, gguf-split's %s", i+1, got, tc.sums[i])
+				}
+			}
+		})
 	}
 }
