@@ -111,6 +111,8 @@ func fitText(f models.Fit) string {
 	switch f {
 	case models.FitInRAM:
 		return "fits in RAM"
+	case models.FitStreaming:
+		return "runs with SSD streaming"
 	case models.FitTooLarge:
 		return "too large"
 	}

@@ -284,7 +284,7 @@ func (p *program) watchSettings(ctx context.Context) {
 				return
 			}
 			if s.Advanced != first.Advanced {
-				p.engine.SetLoadOptions(s.Advanced.Threads, s.Advanced.ContextLength)
+				p.engine.SetOptions(engine.Options{Threads: s.Advanced.Threads, ContextLength: s.Advanced.ContextLength})
 				p.log.Info("settings changed: threads and context length apply when the model is next loaded",
 					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength)
 			}

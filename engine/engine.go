@@ -13,27 +13,53 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/chat"
+	"github.com/strata-llm/strata/engine/cpu"
+	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/sample"
 	"github.com/strata-llm/strata/engine/tokenizer"
 	"github.com/strata-llm/strata/internal/cores"
-	"github.com/strata-llm/strata/internal/sysmem"
 )
 
-// ErrNoModel is returned by Generate when no model is loaded.
-var ErrNoModel = errors.New("no model loaded")
+// Errors a request can end with; test with errors.Is.
+var (
+	// ErrNoModel: no model is loaded.
+	ErrNoModel = errors.New("no model loaded")
+	// ErrBadRequest: the request itself is wrong (no or several prompt
+	// kinds, token ids outside the vocabulary, a prompt longer than the
+	// context, a chat template that fails); retrying it cannot help.
+	ErrBadRequest = errors.New("bad request")
+	// ErrCancelled: the caller's context ended; it wraps ctx.Err().
+	ErrCancelled = errors.New("cancelled")
+)
+
+// badRequest wraps err as ErrBadRequest.
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
+}
+
+// cancelled wraps a context's error as ErrCancelled.
+type cancelled struct{ err error }
+
+func (c cancelled) Error() string   { return c.err.Error() }
+func (c cancelled) Unwrap() []error { return []error{ErrCancelled, c.err} }
+func cancelledErr(err error) error  { return cancelled{err} }
 
 // DefaultMaxTokens is used when a request sets no MaxTokens.
 const DefaultMaxTokens = 512
 
-// Options configure an Engine. The zero value is usable: one thread per
-// physical core (cores.Default), the model's context length capped at
-// 4096, slog's default logger.
+// Options configure an Engine; they come from the settings in one place
+// (SetOptions). The zero value is usable: one thread per physical core
+// (cores.Default), the model's context length capped at 4096, slog's
+// default logger.
 type Options struct {
-	Threads       int          // worker threads; 0: cores.Default()
-	ContextLength int          // positions per session; 0: min(model's, 4096)
+	Threads       int          // worker threads; 0: cores.Default(); applies at the next Load
+	ContextLength int          // positions per session; 0: min(model's, 4096); applies at the next Load
+	Streaming     Streaming    // when experts are streamed from the SSD; applies at the next Load
+	ExpertCache   int64        // expert cache bytes when streaming; 0: what the process may use; applies at the next Load
 	Logger        *slog.Logger // nil: slog.Default()
 }
 
@@ -57,24 +83,53 @@ type Engine struct {
 
 // loaded is a model with everything a generation needs.
 type loaded struct {
-	info  ModelInfo
-	file  *gguf.File
-	model model.Model
-	tok   *tokenizer.Tokenizer
-	tmpl  string // chat template source ("" if the file has none)
-	sess  model.Session
-	cache []int32 // tokens held by sess, for prompt-prefix reuse
+	info   ModelInfo
+	file   *gguf.File
+	be     backend.Backend
+	model  model.Model
+	tok    *tokenizer.Tokenizer
+	tmpl   string // chat template source ("" if the file has none)
+	sess   model.Session
+	stream *experts.Stream // nil unless experts are streamed
+	batch  model.Batch     // reused for decode steps
+	one    [1]int32
 
 	resident  int64 // bytes of weights read into memory (0 when mapped)
 	sessBytes int64 // the session's KV cache and buffers; guarded by Engine.mu
 }
 
 // sessionBytes asks the session what it holds; only while it is not in use.
-func (lm *loaded) sessionBytes() int64 {
-	if mb, ok := lm.sess.(interface{ MemoryBytes() int64 }); ok {
-		return mb.MemoryBytes()
+func (lm *loaded) sessionBytes() int64 { return lm.sess.MemoryBytes() }
+
+// forward runs tokens through the session, wanting the last row's logits.
+func (lm *loaded) forward(ctx context.Context, tokens []int32) ([]float32, error) {
+	lm.batch = model.Batch{Tokens: tokens}
+	if err := lm.sess.Forward(ctx, &lm.batch); err != nil {
+		return nil, err
 	}
-	return 0
+	return lm.batch.Out[0], nil
+}
+
+// prefill forwards a prompt and returns its last row's logits. A batch
+// larger than model.InvariantRows may round differently from a small one,
+// so its last token is forwarded alone: the logits that start generation
+// are then the same whether a request forwards the whole prompt or reuses
+// all of it but the last token (the same request sent twice).
+func (lm *loaded) prefill(ctx context.Context, tokens []int32) ([]float32, error) {
+	if n := len(tokens); n > model.InvariantRows {
+		lm.batch = model.Batch{Tokens: tokens[:n-1], Logits: make([]bool, n-1)}
+		if err := lm.sess.Forward(ctx, &lm.batch); err != nil {
+			return nil, err
+		}
+		return lm.step(ctx, tokens[n-1])
+	}
+	return lm.forward(ctx, tokens)
+}
+
+// step forwards one token.
+func (lm *loaded) step(ctx context.Context, id int32) ([]float32, error) {
+	lm.one[0] = id
+	return lm.forward(ctx, lm.one[:])
 }
 
 // New returns an Engine with no model loaded.
@@ -157,12 +212,19 @@ func (e *Engine) Load(ctx context.Context, path string) error {
 }
 
 func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) {
-	f, inMemory, err := openFile(ctx, path)
+	e.mu.Lock()
+	opts := e.opts
+	e.mu.Unlock()
+	f, plan, nctx, err := openFile(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
+	var stream **experts.Stream
 	defer func() {
 		if err != nil {
+			if stream != nil && *stream != nil {
+				(*stream).Close()
+			}
 			f.Close()
 		}
 	}()
@@ -170,19 +232,19 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	e.mu.Lock()
-	opts := e.opts
-	e.mu.Unlock()
-	m, info, err := openModel(ctx, f, opts)
+	be := cpu.NewBackend(opts.Threads)
+	defer func() {
+		if err != nil {
+			be.Close()
+		}
+	}()
+	mopts := model.Options{Backend: be}
+	if plan.mode == modeStream {
+		mopts.NewExperts, stream = newStream(f, plan, 0)
+	}
+	m, info, err := openModel(ctx, f, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
-	}
-	nctx := opts.ContextLength
-	if nctx <= 0 {
-		nctx = min(m.ContextLength(), 4096)
-	}
-	if nctx <= 0 {
-		nctx = 4096
 	}
 	sess, err := m.NewSession(nctx)
 	if err != nil {
@@ -190,47 +252,60 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 		return nil, fmt.Errorf("load %s: session: %w", path, err)
 	}
 	info.Path = path
+	info.Memory = plan.mode.String()
 	tmpl, _ := f.String("tokenizer.chat_template")
 	if _, err := chat.Which(tmpl, info.Arch, e.log); err != nil {
 		e.log.Warn("chat requests will fail", "path", path, "err", err)
 	}
-	lm = &loaded{info: info, file: f, model: m, tok: tok, tmpl: tmpl, sess: sess}
-	if inMemory {
+	lm = &loaded{info: info, file: f, be: be, model: m, tok: tok, tmpl: tmpl, sess: sess}
+	switch plan.mode {
+	case modeInMemory:
 		lm.resident = f.Size
+	case modeStream:
+		lm.stream = *stream
+		st := lm.stream.Stats()
+		lm.resident = int64(st.Slots) * st.SlotBytes
+		info.ExpertCacheBytes = lm.resident
+		lm.info = info
+		e.log.Info("streaming experts", "path", path, "cache", gib(lm.resident), "slots", st.Slots,
+			"dense", gib(plan.dense), "usable", gib(int64(plan.usable)), "direct", st.Direct)
 	}
 	lm.sessBytes = lm.sessionBytes()
 	return lm, nil
 }
 
-// openFile reads a model that fits in memory comfortably (half of it) into
-// memory, and says so; a larger one is mapped and read as it is used.
-func openFile(ctx context.Context, path string) (*gguf.File, bool, error) {
-	if size, err := gguf.DiskSize(path); err == nil { // all parts of a split model
-		if ram := sysmem.Total(); ram > 0 && uint64(size) <= ram/2 {
-			f, err := gguf.Load(ctx, path)
-			return f, err == nil, err
-		}
-	}
-	f, err := gguf.Open(path)
-	return f, false, err
-}
-
 func (lm *loaded) close() {
 	lm.sess.Close()
 	lm.model.Close()
+	if lm.stream != nil {
+		lm.stream.Close()
+	}
+	lm.be.Close()
 	lm.file.Close()
 }
 
-// SetLoadOptions changes the threads (0: one per core) and context length
-// (0: the model's, up to 4096) that the next Load uses; a loaded model
-// keeps its own until it is loaded again.
-func (e *Engine) SetLoadOptions(threads, contextLength int) {
-	if threads <= 0 {
-		threads = cores.Default()
+// SetOptions replaces the engine's options (zero fields take their
+// defaults; a nil Logger keeps the current one). Threads and context
+// length apply at the next Load: a loaded model keeps its own.
+func (e *Engine) SetOptions(o Options) {
+	if o.Threads <= 0 {
+		o.Threads = cores.Default()
 	}
+	o.ContextLength = max(o.ContextLength, 0)
 	e.mu.Lock()
-	e.opts.Threads, e.opts.ContextLength = threads, max(contextLength, 0)
+	if o.Logger == nil {
+		o.Logger = e.opts.Logger
+	}
+	e.opts = o
+	e.log = o.Logger
 	e.mu.Unlock()
+}
+
+// Options returns the engine's options.
+func (e *Engine) Options() Options {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.opts
 }
 
 // Unload frees the loaded model, waiting for a running generation.
@@ -333,7 +408,7 @@ func (e *Engine) Tokenize(text string) ([]int32, error) {
 // ctx.Err(). An error from emit also stops the generation and is returned.
 func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Stats, error) {
 	if err := e.acquire(ctx); err != nil {
-		return Stats{FinishReason: FinishCancelled}, err
+		return Stats{FinishReason: FinishCancelled}, cancelledErr(err)
 	}
 	defer e.release()
 	e.mu.Lock()
@@ -345,7 +420,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	e.setStateLocked(StateGenerating, "")
 	e.mu.Unlock()
 
+	var before experts.Stats
+	if lm.stream != nil {
+		before = lm.stream.Stats()
+	}
 	st, err := e.generate(ctx, lm, req, emit)
+	if lm.stream != nil {
+		st.Experts = expertStats(before, lm.stream.Stats(), st.Duration)
+	}
 	sessBytes := lm.sessionBytes() // the turn is still held: nothing else uses the session
 
 	e.mu.Lock()
@@ -369,13 +451,13 @@ func (e *Engine) promptTokens(lm *loaded, req Request) ([]int32, error) {
 		}
 	}
 	if n != 1 {
-		return nil, errors.New("a request needs exactly one of prompt, messages or tokens")
+		return nil, badRequest("a request needs exactly one of prompt, messages or tokens")
 	}
 	switch {
 	case len(req.Tokens) > 0:
 		for _, id := range req.Tokens {
 			if id < 0 || int(id) >= lm.info.Vocab {
-				return nil, fmt.Errorf("token id %d is outside the vocabulary (0..%d)", id, lm.info.Vocab-1)
+				return nil, badRequest("token id %d is outside the vocabulary (0..%d)", id, lm.info.Vocab-1)
 			}
 		}
 		return append([]int32(nil), req.Tokens...), nil
@@ -391,7 +473,7 @@ func (e *Engine) promptTokens(lm *loaded, req Request) ([]int32, error) {
 			Logger:              e.log,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("chat template: %w", err)
+			return nil, fmt.Errorf("%w: chat template: %w", ErrBadRequest, err)
 		}
 		return lm.tok.Encode(text, true, true), nil
 	default:
@@ -407,11 +489,11 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 	}
 	st := Stats{PromptTokens: len(prompt), PromptIDs: prompt}
 	if len(prompt) == 0 {
-		return st, errors.New("empty prompt")
+		return st, badRequest("empty prompt")
 	}
 	capacity := lm.sess.Cap()
 	if len(prompt) >= capacity {
-		return st, fmt.Errorf("prompt of %d tokens does not fit the context of %d", len(prompt), capacity)
+		return st, badRequest("prompt of %d tokens does not fit the context of %d", len(prompt), capacity)
 	}
 	maxTokens := req.Sampling.MaxTokens
 	if maxTokens <= 0 {
@@ -420,21 +502,16 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 	smp := sample.New(req.Sampling, lm.info.Vocab)
 
 	// Reuse the longest prefix the session already holds; at least the last
-	// prompt token is always forwarded, for its logits.
-	keep := commonPrefix(lm.cache, prompt)
-	if keep >= len(prompt) {
-		keep = len(prompt) - 1
-	}
+	// prompt token is always forwarded, for its logits. Rows are computed
+	// alike in any batch, so this gives what a fresh request computes.
+	keep := reusable(lm.sess, prompt)
 	if err := lm.sess.Truncate(keep); err != nil {
 		return st, err
 	}
-	lm.cache = lm.cache[:keep]
-	logits, err := lm.sess.Forward(ctx, prompt[keep:], false)
+	logits, err := lm.prefill(ctx, prompt[keep:])
 	if err != nil {
-		lm.cache = lm.cache[:lm.sess.Len()]
 		return e.finish(ctx, st, start, start, err)
 	}
-	lm.cache = append(lm.cache, prompt[keep:]...)
 	prefillDone := time.Now()
 	if d := prefillDone.Sub(start).Seconds(); d > 0 {
 		st.PromptPerSecond = float64(len(prompt)-keep) / d
@@ -448,7 +525,7 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 		if err := ctx.Err(); err != nil {
 			return e.finish(ctx, st, start, firstAt, err)
 		}
-		id := smp.Sample(logits[0], history)
+		id := smp.Sample(logits, history)
 		if st.GeneratedTokens == 0 {
 			firstAt = time.Now()
 			st.TimeToFirstToken = firstAt.Sub(start)
@@ -483,11 +560,10 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 			st.FinishReason = FinishLength
 			break
 		}
-		logits, err = lm.sess.Forward(ctx, []int32{id}, false)
+		logits, err = lm.step(ctx, id)
 		if err != nil {
 			return e.finish(ctx, st, start, firstAt, err)
 		}
-		lm.cache = append(lm.cache, id)
 	}
 	return e.finish(ctx, st, start, firstAt, nil)
 }
@@ -503,7 +579,7 @@ func (e *Engine) finish(ctx context.Context, st Stats, start, firstAt time.Time,
 	}
 	if err != nil && ctx.Err() != nil {
 		st.FinishReason = FinishCancelled
-		return st, ctx.Err()
+		return st, cancelledErr(ctx.Err())
 	}
 	if err != nil && st.FinishReason == "" {
 		st.FinishReason = FinishCancelled
@@ -517,6 +593,20 @@ func commonPrefix(a, b []int32) int {
 		n++
 	}
 	return n
+}
+
+// reusable is how many of prompt's leading tokens sess can keep: the
+// common prefix, short of the last prompt token (always forwarded for its
+// logits), and only as far back as the session can roll back (else none:
+// the prompt is forwarded from the start).
+func reusable(sess model.Session, prompt []int32) int {
+	keep := min(commonPrefix(sess.Tokens(), prompt), len(prompt)-1)
+	for ; keep > 0; keep-- {
+		if sess.CanTruncate(keep) {
+			return keep
+		}
+	}
+	return 0
 }
 
 // stopMatcher holds back text that could be the start of a stop string, so
@@ -567,4 +657,19 @@ func (m *stopMatcher) flush() string {
 	p := m.pending
 	m.pending = ""
 	return p
+}
+
+// expertStats is the streaming work between two snapshots of the cache's
+// counters, over a generation of duration d.
+func expertStats(a, b experts.Stats, d time.Duration) *ExpertStats {
+	x := &ExpertStats{Hits: b.Hits - a.Hits, Misses: b.Misses - a.Misses, ReadAheads: b.ReadAheads - a.ReadAheads,
+		BytesRead: b.BytesRead - a.BytesRead, StallSeconds: (b.Stall - a.Stall).Seconds(),
+		CacheBytes: int64(b.Slots) * b.SlotBytes}
+	if n := x.Hits + x.Misses; n > 0 {
+		x.HitRate = float64(x.Hits) / float64(n)
+	}
+	if s := d.Seconds(); s > 0 {
+		x.ReadMBps = float64(x.BytesRead) / 1e6 / s
+	}
+	return x
 }

@@ -143,7 +143,7 @@ func TestLoadOptionsStatusAndUnload(t *testing.T) {
 	if s := <-ch; s.State != engine.StateStopped {
 		t.Fatalf("first status %s", s.State)
 	}
-	eng.SetLoadOptions(2, 100)
+	eng.SetOptions(engine.Options{Threads: 2, ContextLength: 100})
 	if err := eng.Load(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/strata-llm/strata/engine/model"
 )
 
 // TokenProb is a token and its probability.
@@ -35,17 +37,19 @@ func (e *Engine) Eval(ctx context.Context, tokens []int32, topK int) ([][]TokenP
 	if topK <= 0 || topK > lm.info.Vocab {
 		topK = lm.info.Vocab
 	}
-	lm.cache = lm.cache[:0]
 	if err := lm.sess.Truncate(0); err != nil {
 		return nil, err
 	}
-	rows, err := lm.sess.Forward(ctx, tokens, true)
-	if err != nil {
+	all := make([]bool, len(tokens))
+	for i := range all {
+		all[i] = true
+	}
+	b := model.Batch{Tokens: tokens, Logits: all}
+	if err := lm.sess.Forward(ctx, &b); err != nil {
 		return nil, err
 	}
-	lm.cache = append(lm.cache, tokens...)
-	out := make([][]TokenProb, len(rows))
-	for i, logits := range rows {
+	out := make([][]TokenProb, len(b.Out))
+	for i, logits := range b.Out {
 		out[i] = TopProbs(logits, topK)
 	}
 	return out, nil
@@ -102,7 +106,6 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	for i := range toks {
 		toks[i] = int32(rng.IntN(lm.info.Vocab))
 	}
-	lm.cache = lm.cache[:0]
 	if err := lm.sess.Truncate(0); err != nil {
 		return BenchResult{}, err
 	}
@@ -110,7 +113,7 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	r := BenchResult{PromptTokens: promptTokens, GenTokens: gen, Threads: e.opts.Threads}
 	e.mu.Unlock()
 	t0 := time.Now()
-	logits, err := lm.sess.Forward(ctx, toks, false)
+	logits, err := lm.forward(ctx, toks)
 	if err != nil {
 		return r, err
 	}
@@ -119,12 +122,12 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	t1 := time.Now()
 	for i := 0; i < gen; i++ {
 		best := 0
-		for j, l := range logits[0] {
-			if l > logits[0][best] {
+		for j, l := range logits {
+			if l > logits[best] {
 				best = j
 			}
 		}
-		if logits, err = lm.sess.Forward(ctx, []int32{int32(best)}, false); err != nil {
+		if logits, err = lm.step(ctx, int32(best)); err != nil {
 			return r, err
 		}
 	}

@@ -63,8 +63,8 @@ func TestSplitModelMatchesUnsplit(t *testing.T) {
 				t.Fatalf("%d parts", len(parts))
 			}
 			tokens := []int32{1, 17, 300, 5, 900, 42, 7, 1000, 64, 3}
-			eval := func(path string) ([][]engine.TokenProb, engine.Status) {
-				eng := engine.New(engine.Options{Threads: 2, ContextLength: 64})
+			eval := func(path string, mode engine.Streaming) ([][]engine.TokenProb, engine.Status) {
+				eng := engine.New(engine.Options{Threads: 2, ContextLength: 64, Streaming: mode, ExpertCache: 1 << 20})
 				defer eng.Close()
 				if err := eng.Load(context.Background(), path); err != nil {
 					t.Fatal(err)
@@ -75,14 +75,18 @@ func TestSplitModelMatchesUnsplit(t *testing.T) {
 				}
 				return probs, eng.Status()
 			}
-			want, st1 := eval(src)
-			got, st2 := eval(parts[0])
-			if st2.Model.FileBytes <= st1.Model.FileBytes || st2.Model.Layers != st1.Model.Layers {
-				t.Errorf("split model info %+v, unsplit %+v", st2.Model, st1.Model)
-			}
-			for i := range want {
-				if !slices.Equal(got[i], want[i]) {
-					t.Fatalf("position %d: the split model's distribution differs", i)
+			want, st1 := eval(src, engine.StreamNever)
+			// In memory, and with the experts streamed from the parts'
+			// files through a small cache.
+			for _, mode := range []engine.Streaming{engine.StreamNever, engine.StreamAlways} {
+				got, st2 := eval(parts[0], mode)
+				if st2.Model.FileBytes <= st1.Model.FileBytes || st2.Model.Layers != st1.Model.Layers {
+					t.Errorf("split model info %+v, unsplit %+v", st2.Model, st1.Model)
+				}
+				for i := range want {
+					if !slices.Equal(got[i], want[i]) {
+						t.Fatalf("streaming %v: position %d: the split model's distribution differs", mode, i)
+					}
 				}
 			}
 		})

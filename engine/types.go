@@ -61,6 +61,21 @@ type Stats struct {
 	TokensPerSecond  float64       `json:"tokens_per_second"` // decode rate, excluding prefill
 	FinishReason     FinishReason  `json:"finish_reason"`
 	PromptIDs        []int32       `json:"-"` // the prompt as tokenized
+	// Experts is the expert cache's work during the generation; nil
+	// unless experts are streamed.
+	Experts *ExpertStats `json:"experts,omitempty"`
+}
+
+// ExpertStats describe expert streaming over one generation.
+type ExpertStats struct {
+	Hits         int64   `json:"hits"`               // experts found in the cache (or being read ahead)
+	Misses       int64   `json:"misses"`             // experts read while a layer waited
+	ReadAheads   int64   `json:"read_aheads"`        // experts queued for read-ahead
+	HitRate      float64 `json:"hit_rate"`           // hits / (hits + misses)
+	BytesRead    int64   `json:"bytes_read"`         // from the SSD
+	ReadMBps     float64 `json:"read_mb_per_second"` // bytes read / the generation's time
+	StallSeconds float64 `json:"stall_seconds"`      // time layers waited for experts
+	CacheBytes   int64   `json:"cache_bytes"`
 }
 
 // ModelInfo describes a loaded model.
@@ -76,6 +91,10 @@ type ModelInfo struct {
 	ContextLength int    `json:"context_length"` // the model's trained context
 	FileBytes     int64  `json:"file_bytes"`
 	Demo          bool   `json:"demo"` // a demo model with random weights
+	// Memory says how the weights are held: "in memory", "mapped" or
+	// "streaming experts" (from the SSD into a cache of ExpertCacheBytes).
+	Memory           string `json:"memory"`
+	ExpertCacheBytes int64  `json:"expert_cache_bytes,omitempty"`
 }
 
 // Status is a snapshot of the engine.

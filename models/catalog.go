@@ -27,7 +27,7 @@ type CatalogEntry struct {
 	SizeBytes       int64 `json:"size_bytes"`
 	ApproxSizeBytes int64 `json:"approx_size_bytes"`
 	// RAMRecommended is the memory to run fully in RAM; RAMMin the least
-	// to run with expert streaming from the SSD (not built yet: unused).
+	// to run with expert streaming from the SSD.
 	RAMRecommended uint64 `json:"ram_recommended_bytes"`
 	RAMMin         uint64 `json:"ram_min_bytes"`
 	// Unchecked marks entries whose repository could not be checked when

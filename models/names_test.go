@@ -106,7 +106,7 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		ram  uint64
 		want models.Fit
-	}{{32 * gb, models.FitInRAM}, {24 * gb, models.FitInRAM}, {16 * gb, models.FitTooLarge}, {4 * gb, models.FitTooLarge}, {0, models.FitUnknown}} {
+	}{{32 * gb, models.FitInRAM}, {24 * gb, models.FitInRAM}, {16 * gb, models.FitStreaming}, {4 * gb, models.FitTooLarge}, {0, models.FitUnknown}} {
 		if got := models.Classify(e, tc.ram); got != tc.want {
 			t.Errorf("Classify(%d GB) = %s, want %s", tc.ram/gb, got, tc.want)
 		}

@@ -201,6 +201,8 @@ func fitText(f models.Fit) string {
 	switch f {
 	case models.FitInRAM:
 		return "fits in memory"
+	case models.FitStreaming:
+		return "runs with SSD streaming"
 	case models.FitTooLarge:
 		return "too large for this computer"
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/quant"
@@ -110,7 +111,7 @@ func TestRMSNormAndSoftmax(t *testing.T) {
 }
 
 func TestRopeNeox(t *testing.T) {
-	r := cpu.Rope{Dims: 8, FreqBase: 10000, FreqScale: 1, AttnFactor: 1}
+	r := backend.Rope{Dims: 8, FreqBase: 10000, FreqScale: 1, AttnFactor: 1}
 	cs := make([]float32, 8)
 	x := []float32{1, 2, 3, 4, 5, 6, 7, 8}
 	orig := append([]float32(nil), x...)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -38,33 +36,6 @@ func splitPrefix(path string, no, count int) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSuffix(path, suffix), true
-}
-
-// splitNameRe matches the name of part 1 of a split model.
-var splitNameRe = regexp.MustCompile(`^(.*)-00001-of-(\d{5})\.gguf$`)
-
-// DiskSize returns the bytes of the model file at path: of all its parts
-// when the name is that of the first part of a split model
-// (…-00001-of-0000N.gguf; the parts are found by name, not read).
-func DiskSize(path string) (int64, error) {
-	paths := []string{path}
-	if m := splitNameRe.FindStringSubmatch(path); m != nil {
-		if n, _ := strconv.Atoi(m[2]); n > 1 {
-			paths = paths[:0]
-			for i := range n {
-				paths = append(paths, SplitPath(m[1], i, n))
-			}
-		}
-	}
-	var total int64
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return 0, fmt.Errorf("gguf: %w", err)
-		}
-		total += st.Size()
-	}
-	return total, nil
 }
 
 // splitMeta is a file's split keys.
@@ -112,6 +83,30 @@ func (p *parser) checkSplit(f *File) (splitMeta, error) {
 		return m, p.errf("%d tensors in all parts, but this part alone has %d", m.tensors, len(f.Tensors))
 	}
 	return m, nil
+}
+
+// Location returns where t's data lies on disk: the file (the part of a
+// split model that holds it), the byte offset in that file, and the
+// file's size. t must come from f.
+func (f *File) Location(t *TensorInfo) (path string, offset, fileSize int64) {
+	src := f
+	if t.Part > 0 && t.Part <= len(f.parts) {
+		src = f.parts[t.Part-1]
+	}
+	size := src.Size
+	if src == f {
+		size -= f.partsSize()
+	}
+	return src.Name, src.DataOffset + int64(t.Offset), size
+}
+
+// partsSize is the bytes of parts 2..N.
+func (f *File) partsSize() int64 {
+	var n int64
+	for _, p := range f.parts {
+		n += p.Size
+	}
+	return n
 }
 
 // SplitParts returns the paths of all parts of f (one, its own, for a file

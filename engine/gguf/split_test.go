@@ -303,26 +303,6 @@ func TestSplitKeys(t *testing.T) {
 	}
 }
 
-func TestDiskSize(t *testing.T) {
-	_, parts := splitFixture(t, 20)
-	var total int64
-	for _, p := range parts {
-		st, _ := os.Stat(p)
-		total += st.Size()
-	}
-	if got, err := DiskSize(parts[0]); err != nil || got != total {
-		t.Errorf("DiskSize(first part) = %d, %v; want %d", got, err, total)
-	}
-	st, _ := os.Stat(parts[1])
-	if got, err := DiskSize(parts[1]); err != nil || got != st.Size() {
-		t.Errorf("DiskSize(second part) = %d, %v; want its own %d", got, err, st.Size())
-	}
-	os.Remove(parts[2])
-	if _, err := DiskSize(parts[0]); err == nil {
-		t.Error("DiskSize with a part missing succeeded")
-	}
-}
-
 // WriteSplit writes the same bytes as llama.cpp's gguf-split (the build of
 // the oracle's llama.cpp): the sha256 of each part gguf-split wrote from
 // the fixtures, with `--split-max-tensors 20` and `--split-max-size 3M`.
@@ -367,5 +347,27 @@ func TestSplitMatchesGGUFSplit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Location names the part holding each tensor and its offset there.
+func TestSplitLocation(t *testing.T) {
+	_, parts := splitFixture(t, 20)
+	f, err := Open(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range f.Tensors {
+		tt := &f.Tensors[i]
+		path, off, size := f.Location(tt)
+		st, err := os.Stat(path)
+		if err != nil || path != parts[tt.Part] || size != st.Size() {
+			t.Fatalf("%s: Location %s (size %d), want %s (size %d)", tt.Name, path, size, parts[tt.Part], st.Size())
+		}
+		b, _ := os.ReadFile(path)
+		if !bytes.Equal(b[off:off+int64(tt.Size)], f.Data(tt)) {
+			t.Fatalf("%s: the bytes at %s+%d are not its data", tt.Name, path, off)
+		}
 	}
 }

@@ -35,6 +35,11 @@ type Kernel struct {
 	// Gemm may sum in another float order than Dot; its results stay within
 	// the same bound of the exact product as Dot's.
 	Gemm func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
+	// Tiled is the tiled Gemm installed for this CPU (the loop over Dot if
+	// none); Gemm is Tiled itself when Tiled gives every activation row
+	// what it gives that row alone, else a wrapper that keeps small
+	// batches column-invariant (see InvariantCols).
+	Tiled func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
 	// GoDot is the portable Go dot product: the reference every SIMD Dot is
 	// tested against. Dot is GoDot unless a SIMD version was installed.
 	GoDot func(n int, w, a []byte) float32
@@ -103,6 +108,10 @@ func installSIMD() {
 		if k, ok := kernels[t]; ok {
 			k.Gemm = g.gemm
 		}
+	}
+	for t, k := range kernels {
+		k.Tiled = k.Gemm
+		k.ensureInvariant(t)
 	}
 }
 

@@ -341,11 +341,13 @@ func TestGemmIQInstalled(t *testing.T) {
 			gemm := gemmIQAsm(t, typ)
 			k := mustKernel(t, typ)
 			rng := rand.New(rand.NewPCG(uint64(typ), 44))
-			tc := newGemmIQTile(typ, rng, 8, 16, 8, func(nb int) []byte { return randomRow(t, typ, nb*iqQK, rng, 1) },
+			// More activation rows than InvariantCols: the tiles' own path.
+			const cols = InvariantCols + 4
+			tc := newGemmIQTile(typ, rng, 8, 16, cols, func(nb int) []byte { return randomRow(t, typ, nb*iqQK, rng, 1) },
 				func(nb int) []byte { return randomQ8K(rng, nb) })
-			got := make([]float32, 8*tc.outStride)
-			want := make([]float32, 8*tc.outStride)
-			loop := make([]float32, 8*tc.outStride)
+			got := make([]float32, cols*tc.outStride)
+			want := make([]float32, cols*tc.outStride)
+			loop := make([]float32, cols*tc.outStride)
 			k.Gemm(tc.n, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, got, tc.outStride)
 			gemm(tc.n, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, want, tc.outStride)
 			k.loopGemm(tc.n, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, loop, tc.outStride)

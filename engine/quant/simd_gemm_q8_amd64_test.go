@@ -47,7 +47,7 @@ func TestGemmQ8Installed(t *testing.T) {
 			continue
 		}
 		k := mustKernel(t, g.typ)
-		if reflect.ValueOf(k.Gemm).Pointer() != reflect.ValueOf(g.gemm).Pointer() {
+		if reflect.ValueOf(k.Tiled).Pointer() != reflect.ValueOf(g.gemm).Pointer() {
 			t.Errorf("%s: Kernel.Gemm is not the %s tile kernel", g.typ, g.name)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/internal/testfix"
 )
@@ -17,7 +19,7 @@ func TestDecodeAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen3moe.Open(f, qwen3moe.Options{Threads: 2})
+	m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,12 +29,13 @@ func TestDecodeAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := s.Forward(ctx, []int32{1, 2, 3}, false); err != nil {
+	if err := s.Forward(ctx, &model.Batch{Tokens: []int32{1, 2, 3}}); err != nil {
 		t.Fatal(err)
 	}
-	tok := []int32{5}
+	b := model.Batch{Tokens: []int32{5}}
 	allocs := testing.AllocsPerRun(50, func() {
-		if _, err := s.Forward(ctx, tok, false); err != nil {
+		b.Tokens = b.Tokens[:1]
+		if err := s.Forward(ctx, &b); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -40,4 +43,11 @@ func TestDecodeAllocations(t *testing.T) {
 	if allocs > 0 {
 		t.Errorf("%.0f allocations per decoded token", allocs)
 	}
+}
+
+// newBackend starts a CPU backend closed with the test.
+func newBackend(t testing.TB, threads int) *cpu.Backend {
+	be := cpu.NewBackend(threads)
+	t.Cleanup(func() { be.Close() })
+	return be
 }

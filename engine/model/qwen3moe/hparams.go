@@ -24,12 +24,7 @@ type Hparams struct {
 	Eps           float32
 	WeightsScale  float32 // expert_weights_scale; 0 or 1: none
 
-	RopeDims      int
-	RopeBase      float32
-	RopeScaling   string // "none", "linear", "yarn"
-	RopeFactor    float32
-	RopeCtxOrig   int
-	RopeAttnScale float32
+	RopeDims int
 }
 
 func readHparams(f *gguf.File) (Hparams, error) {
@@ -77,25 +72,8 @@ func readHparams(f *gguf.File) (Hparams, error) {
 		return h, fmt.Errorf("%s: missing metadata %s.attention.layer_norm_rms_epsilon", Arch, Arch)
 	}
 	h.Eps = float32(eps)
-	h.RopeBase = 10000
-	if v, ok := f.ArchFloat("rope.freq_base"); ok {
-		h.RopeBase = float32(v)
-	}
 	if v, ok := f.ArchFloat("expert_weights_scale"); ok {
 		h.WeightsScale = float32(v)
-	}
-	h.RopeScaling = "none"
-	if v, ok := f.String(Arch + ".rope.scaling.type"); ok && v != "" {
-		h.RopeScaling = v
-	}
-	h.RopeFactor = 1
-	if v, ok := f.ArchFloat("rope.scaling.factor"); ok && v > 0 {
-		h.RopeFactor = float32(v)
-	}
-	u("rope.scaling.original_context_length", &h.RopeCtxOrig, h.ContextLength)
-	h.RopeAttnScale = 1
-	if v, ok := f.ArchFloat("rope.scaling.attn_factor"); ok && v > 0 {
-		h.RopeAttnScale = float32(v)
 	}
 
 	switch {
@@ -111,11 +89,6 @@ func readHparams(f *gguf.File) (Hparams, error) {
 		return h, fmt.Errorf("%s: missing metadata %s.expert_feed_forward_length", Arch, Arch)
 	case h.Eps < 0 || h.Eps > 1:
 		return h, fmt.Errorf("%s: rms epsilon %g is out of range", Arch, h.Eps)
-	}
-	switch h.RopeScaling {
-	case "none", "linear", "yarn":
-	default:
-		return h, fmt.Errorf("%s: rope scaling %q is not supported", Arch, h.RopeScaling)
 	}
 	if h.Layers > 1024 || h.Embd > 1<<16 || h.Heads > 1024 || h.Experts > 1<<14 || h.HeadDim > 1024 || h.FFExpert > 1<<18 {
 		return h, fmt.Errorf("%s: dimensions beyond this engine's limits (%d layers, embedding %d, %d heads, head %d, %d experts, expert FFN %d)",

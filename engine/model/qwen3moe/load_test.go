@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/internal/testfix"
 )
@@ -84,7 +85,7 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			m, err := qwen3moe.Open(f, qwen3moe.Options{Threads: 1})
+			m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 1)})
 			if err == nil {
 				m.Close()
 				t.Fatal("Open accepted a broken model")
@@ -102,7 +103,7 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen3moe.Open(f, qwen3moe.Options{Threads: 1})
+	m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 1)})
 	if err != nil {
 		t.Fatalf("copy of the fixture: %v", err)
 	}

@@ -1,0 +1,133 @@
+// Package backend defines the operations the model blocks issue and the
+// memory they issue them on, so that an architecture's graph can run on any
+// implementation: engine/cpu today, Metal next.
+//
+// The contract is that of a recorder, not of synchronous calls: an op may
+// only be queued when it is called, and its results may be read by the host
+// only after Sync. The CPU backend runs every op at once (Sync returns at
+// once); a GPU backend may record a whole decode step into one command
+// buffer, with Sync as the host handshake (e.g. when a MoE layer's routing
+// must be read to make its experts resident). Float32 tensors are plain
+// slices of memory the backend allocated with Alloc (on Apple silicon the
+// GPU reads the same pages), weights are Matrices the backend made from the
+// model's bytes.
+//
+// A Backend is used by one forward pass at a time; it is not safe for
+// concurrent use.
+package backend
+
+import (
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+// Matrix is a 2-D weight of ggml blocks: Rows rows of Cols elements, as
+// stored in the GGUF file (ggml's ne0 = Cols). Impl is the backend's own
+// handle; Matrices are made by Backend.NewMatrix.
+type Matrix struct {
+	Type       ggml.Type
+	Data       []byte
+	Rows, Cols int
+	Impl       any
+}
+
+// KVCache is one sequence's attention cache for every attention layer, in
+// llama.cpp's layout without flash attention: per layer, K as F16 rows of
+// KVDim by position, V transposed (KVDim rows of NCtx).
+type KVCache struct {
+	K, V  [][]uint16 // per layer (nil for layers without attention)
+	NCtx  int
+	KVDim int
+}
+
+// Bytes is the memory the cache holds.
+func (c *KVCache) Bytes() int64 {
+	var n int64
+	for i := range c.K {
+		n += 2 * int64(len(c.K[i])+len(c.V[i]))
+	}
+	return n
+}
+
+// AttnParams describe one attention layer's heads.
+type AttnParams struct {
+	Heads, HeadsKV, HeadDim int
+	Scale                   float32 // applied to K·Q before the softmax
+}
+
+// ExpertWeights is one expert's three projections, as raw ggml blocks:
+// Gate and Up are [ff rows × embd], Down is [embd rows × ff]. The bytes
+// may live anywhere (the file's mapping, an expert cache's slot); they
+// must stay valid while an op that uses them runs.
+type ExpertWeights struct {
+	Gate, Up, Down    []byte
+	GateT, UpT, DownT ggml.Type
+}
+
+// ExpertJob is one expert's work in a MoE layer: its weights, and the rows
+// of the layer input it is applied to.
+type ExpertJob struct {
+	W    ExpertWeights
+	Rows []int32   // rows of the input, ascending
+	Out  []float32 // [len(Rows)][embd], written by ExpertsFFN
+}
+
+// Backend is the set of heavy operations the shared blocks issue. All
+// float32 arguments are row-major [rows][cols] tensors from Alloc unless
+// said otherwise.
+type Backend interface {
+	// Name is a short name for logs ("cpu", "metal").
+	Name() string
+	// Threads is the number of CPU threads the backend uses.
+	Threads() int
+	// Alloc returns n zeroed float32s the backend's ops can read and write.
+	Alloc(n int) []float32
+	// NewMatrix wraps rows×cols elements of type t stored in data (which
+	// must stay valid while the Matrix is used); it fails when the backend
+	// has no kernels for t or the sizes disagree.
+	NewMatrix(t ggml.Type, data []byte, rows, cols int) (*Matrix, error)
+	// NewKVCache allocates a cache of nCtx positions of kvDim for the
+	// layers marked in attn.
+	NewKVCache(attn []bool, nCtx, kvDim int) *KVCache
+
+	// GetRows writes row ids[i] of m, dequantized, into out[i].
+	GetRows(m *Matrix, ids []int32, out []float32)
+	// RMSNorm writes x normalised by its root mean square and scaled by w
+	// into out (which may be x), for rows rows of len(w).
+	RMSNorm(out, x, w []float32, rows int, eps float32)
+	// Linear computes out[r] = w · in[r] for rows rows (in has w.Cols
+	// columns, out w.Rows). Consecutive Linear calls on the same in share
+	// its conversion to the weights' activation format.
+	Linear(w *Matrix, in []float32, rows int, out []float32)
+	// Add adds y into x elementwise.
+	Add(x, y []float32)
+	// NormRope applies, to each of heads heads of headDim in each of rows
+	// rows of x, an RMSNorm with w (skipped when w is nil) and NEOX RoPE
+	// over the first ropeDims dimensions with row r's cos/sin in
+	// cs[r*ropeDims:] (skipped when ropeDims is 0).
+	NormRope(x []float32, rows, heads, headDim int, w []float32, eps float32, cs []float32, ropeDims int)
+	// StoreKV writes rows rows of k and v (each [rows][kvDim]) into layer
+	// il of c at positions pos0...
+	StoreKV(c *KVCache, il int, k, v []float32, rows, pos0 int)
+	// Attention computes causal attention for rows rows of q (row r at
+	// position pos0+r, attending to positions 0..pos0+r of layer il of c)
+	// into out ([rows][heads*headDim]).
+	Attention(c *KVCache, il int, q []float32, rows, pos0 int, p AttnParams, out []float32)
+	// Softmax normalises each of rows rows of cols values in place.
+	Softmax(x []float32, rows, cols int)
+	// ExpertsFFN computes, for each job, SwiGLU(in·Gateᵀ, in·Upᵀ)·Downᵀ for
+	// the job's rows of in ([rows][embd]; experts of ff hidden values),
+	// into the job's Out. With reuseInput
+	// the activation conversion of in from the previous ExpertsFFN call is
+	// used again (the caller guarantees in has not changed), so a layer
+	// whose experts arrive in several waves converts its input once.
+	ExpertsFFN(in []float32, rows, embd, ff int, jobs []ExpertJob, reuseInput bool) error
+	// Combine writes, for each of rows rows, the sum over k < used of
+	// wts[r*used+k] · src[r*used+k] (in that order, as ggml adds the expert
+	// views) into out[r], then adds out[r] into x[r]. Rows have embd values.
+	Combine(x, out []float32, rows, embd, used int, wts []float32, src [][]float32)
+	// Sync waits until every queued op has run, so the host may read
+	// their results.
+	Sync() error
+	// Close frees the backend's threads and memory.
+	Close() error
+}

@@ -1,0 +1,630 @@
+package experts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
+)
+
+// directAlign is the alignment of O_DIRECT offsets, lengths and buffers
+// (the logical block size is 512 or 4096 bytes; 4096 covers both).
+const directAlign = 4096
+
+// chunkBytes is the largest single read: an expert's tensors are cut into
+// reads of at most this size so one miss is spread over several readers.
+// 1 MiB reads reach the disk's bandwidth with O_DIRECT here (a 2.7 GB file
+// read by 4 goroutines in 1 MiB preads).
+const chunkBytes = 1 << 20
+
+// StreamOptions configure a Stream.
+type StreamOptions struct {
+	// Budget is the arena's size in bytes; at least one expert's slot is
+	// always allocated.
+	Budget int64
+	// Readers is the number of I/O goroutines; 0: 4.
+	Readers int
+	// UrgentReaders of them take only urgent reads (experts a layer needs
+	// now), so read-ahead never delays a miss; 0: 1 (at most Readers-1).
+	UrgentReaders int
+	// ReadDelay, if set, is called before every read and may sleep: tests
+	// inject slow and uneven I/O through it.
+	ReadDelay func()
+}
+
+// Stats are the provider's counters since it was made.
+type Stats struct {
+	Slots      int           // experts the arena holds
+	SlotBytes  int64         // bytes per slot
+	Resident   int           // slots holding an expert
+	Hits       int64         // requested experts that were resident (or being read ahead)
+	Misses     int64         // requested experts read on demand (urgent)
+	ReadAheads int64         // experts queued for read-ahead
+	BytesRead  int64         // bytes read from the file
+	ReadTime   time.Duration // summed over readers
+	Stall      time.Duration // time layers waited for experts
+	Direct     bool          // reads bypass the page cache
+}
+
+// Stream serves experts from an arena of fixed slots in anonymous memory,
+// filled by preads straight from the GGUF file with the page cache
+// bypassed: a model far larger than memory runs with only its dense part
+// and a cache of experts resident.
+//
+// Residency is logical and deterministic: which experts are resident after
+// a Fetch or Prefetch depends only on the sequence of calls (LRU over
+// logical accesses; a read-ahead expert counts as resident as soon as it
+// is queued), never on how fast reads complete, so a routing policy that
+// looks at residency gives the same tokens at any disk speed. With exact
+// routing the results are bit-identical to the in-memory engine at every
+// budget.
+type Stream struct {
+	opts   StreamOptions
+	arena  []byte
+	free   func()
+	files  []*os.File // by part; index 0 only today
+	direct bool
+
+	layers []streamLayer
+	slots  []slot
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	resident map[int64]int32 // key(layer, expert) → slot
+	lruHead  int32           // least recently used; -1: empty
+	lruTail  int32
+	urgent   []readJob // queues, guarded by mu; readers wait on cond
+	ahead    []readJob
+	stats    Stats
+	closed   bool
+	wg       sync.WaitGroup
+	fetch    streamFetch
+}
+
+type streamLayer struct {
+	ok      bool
+	parts   [3]tensorPart // gate, up, down
+	experts int
+}
+
+type tensorPart struct {
+	ref  model.TensorRef
+	file int   // index in Stream.files (the part of a split model holding it)
+	off  int64 // file offset of expert 0
+}
+
+// slot is one arena slot; its fields are guarded by Stream.mu.
+type slot struct {
+	key        int64 // -1: empty
+	gen        uint64
+	base       int       // offset of the slot in the arena
+	views      [3][2]int // per tensor: start, end of the expert's bytes in the slot
+	loaded     bool
+	pending    int // reads of this gen not done
+	running    int // reads of this gen running
+	stale      int // reads of older gens still running
+	err        error
+	pinned     bool
+	waiter     *streamFetch
+	widx       int
+	prev, next int32
+}
+
+type readJob struct {
+	slot int32
+	gen  uint64
+	file int
+	off  int64 // aligned file offset
+	dst  int   // arena offset
+	n    int   // bytes (aligned)
+	need int   // bytes of them that hold the expert (the rest pads to alignment)
+}
+
+func key(layer, expert int) int64 { return int64(layer)<<32 | int64(expert) }
+
+// NewStream makes a provider for the experts layout describes in f,
+// reading them from the files of f (every part of a split model). Close it
+// when done.
+func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*Stream, error) {
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	if opts.UrgentReaders <= 0 {
+		opts.UrgentReaders = 1
+	}
+	opts.UrgentReaders = min(opts.UrgentReaders, opts.Readers-1) // one reader serves both queues
+	s := &Stream{opts: opts, resident: map[int64]int32{}, lruHead: -1, lruTail: -1}
+	s.cond = sync.NewCond(&s.mu)
+	// The slot size fits the largest expert of any layer, each tensor's
+	// bytes in an aligned superset range.
+	var slotBytes int64
+	var paths []string // the files holding experts, by index
+	s.layers = make([]streamLayer, len(layout.Layers))
+	for il, le := range layout.Layers {
+		if le == nil {
+			continue
+		}
+		l := &s.layers[il]
+		l.ok, l.experts = true, layout.Experts
+		var need int64
+		for i, ref := range []model.TensorRef{le.Gate, le.Up, le.Down} {
+			t, ok := f.Tensor(ref.Name)
+			if !ok {
+				return nil, fmt.Errorf("experts: missing tensor %s", ref.Name)
+			}
+			if ref.PerExpert*int64(layout.Experts) != int64(t.Size) {
+				return nil, fmt.Errorf("experts: tensor %s holds %d bytes, want %d", ref.Name, t.Size, ref.PerExpert*int64(layout.Experts))
+			}
+			path, off, size := f.Location(t)
+			if off+int64(t.Size) > size {
+				return nil, fmt.Errorf("experts: tensor %s ends at byte %d, past the end of %s (%d bytes)", ref.Name, off+int64(t.Size), path, size)
+			}
+			fi := slices.Index(paths, path)
+			if fi < 0 {
+				fi, paths = len(paths), append(paths, path)
+			}
+			l.parts[i] = tensorPart{ref: ref, file: fi, off: off}
+			need += alignUp(ref.PerExpert+directAlign, directAlign)
+		}
+		slotBytes = max(slotBytes, need)
+	}
+	if slotBytes == 0 {
+		return nil, errors.New("experts: the model has no experts to stream")
+	}
+	nslots := int(max(opts.Budget/slotBytes, 1))
+	arena, free, err := allocArena(nslots * int(slotBytes))
+	if err != nil {
+		return nil, fmt.Errorf("experts: allocate an arena of %d slots of %d bytes: %w", nslots, slotBytes, err)
+	}
+	s.arena, s.free = arena, free
+	s.direct = true
+	for _, p := range paths {
+		file, direct, err := openDirect(p)
+		if err != nil {
+			for _, f := range s.files {
+				f.Close()
+			}
+			free()
+			return nil, fmt.Errorf("experts: %w", err)
+		}
+		s.files = append(s.files, file)
+		s.direct = s.direct && direct
+	}
+	s.slots = make([]slot, nslots)
+	for i := range s.slots {
+		s.slots[i] = slot{key: -1, base: i * int(slotBytes), prev: -1, next: -1}
+	}
+	s.stats.Slots, s.stats.SlotBytes, s.stats.Direct = nslots, slotBytes, s.direct
+	s.fetch.s = s
+	for r := 0; r < opts.Readers; r++ {
+		s.wg.Add(1)
+		go s.reader(r < opts.UrgentReaders)
+	}
+	return s, nil
+}
+
+func alignUp(n, a int64) int64   { return (n + a - 1) / a * a }
+func alignDown(n, a int64) int64 { return n / a * a }
+
+// Close stops the readers and frees the arena; fetched weights must not
+// be used afterwards.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.wg.Wait()
+	for _, f := range s.files {
+		f.Close()
+	}
+	s.free()
+	return nil
+}
+
+// Stats returns the provider's counters.
+func (s *Stream) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Resident = len(s.resident)
+	return st
+}
+
+// Streaming implements model.ExpertProvider: read-ahead pays here.
+func (s *Stream) Streaming() bool { return true }
+
+// lru list operations (s.mu held).
+func (s *Stream) unlink(i int32) {
+	sl := &s.slots[i]
+	if sl.prev >= 0 {
+		s.slots[sl.prev].next = sl.next
+	} else if s.lruHead == i {
+		s.lruHead = sl.next
+	}
+	if sl.next >= 0 {
+		s.slots[sl.next].prev = sl.prev
+	} else if s.lruTail == i {
+		s.lruTail = sl.prev
+	}
+	sl.prev, sl.next = -1, -1
+}
+
+func (s *Stream) pushBack(i int32) {
+	sl := &s.slots[i]
+	sl.prev, sl.next = s.lruTail, -1
+	if s.lruTail >= 0 {
+		s.slots[s.lruTail].next = i
+	}
+	s.lruTail = i
+	if s.lruHead < 0 {
+		s.lruHead = i
+	}
+}
+
+func (s *Stream) touch(i int32) {
+	s.unlink(i)
+	s.pushBack(i)
+}
+
+// victim returns the least recently used slot that is not pinned (an
+// empty slot first), or -1.
+func (s *Stream) victim() int32 {
+	for i := range s.slots {
+		if s.slots[i].key < 0 && !s.slots[i].pinned {
+			return int32(i)
+		}
+	}
+	for i := s.lruHead; i >= 0; i = s.slots[i].next {
+		if !s.slots[i].pinned {
+			return i
+		}
+	}
+	return -1
+}
+
+// assign makes slot i hold (layer, expert) and queues its reads (s.mu
+// held); a read of the slot's previous expert still running finishes
+// before the new ones start.
+func (s *Stream) assign(i int32, layer, expert int, urgent bool) {
+	sl := &s.slots[i]
+	if sl.key >= 0 {
+		delete(s.resident, sl.key)
+		s.unlink(i)
+	}
+	sl.key, sl.gen = key(layer, expert), sl.gen+1
+	sl.loaded, sl.err = false, nil
+	sl.stale += sl.running
+	sl.running, sl.pending = 0, 0
+	s.resident[sl.key] = i
+	s.pushBack(i)
+	l := &s.layers[layer]
+	dst := sl.base
+	var jobs [3 * 16]readJob
+	nj := 0
+	for t, p := range l.parts {
+		start := p.off + int64(expert)*p.ref.PerExpert
+		end := start + p.ref.PerExpert
+		a0, a1 := alignDown(start, directAlign), alignUp(end, directAlign)
+		sl.views[t] = [2]int{dst + int(start-a0), dst + int(start-a0) + int(p.ref.PerExpert)}
+		for off := a0; off < a1; off += chunkBytes {
+			n := min(a1-off, chunkBytes)
+			job := readJob{slot: i, gen: sl.gen, file: p.file, off: off, dst: dst + int(off-a0), n: int(n), need: int(min(n, end-off))}
+			if nj < len(jobs) {
+				jobs[nj] = job
+				nj++
+			} else {
+				s.queue(job, urgent)
+			}
+			sl.pending++
+		}
+		dst += int(alignUp(p.ref.PerExpert+directAlign, directAlign))
+	}
+	for _, j := range jobs[:nj] {
+		s.queue(j, urgent)
+	}
+}
+
+// queue adds a read (s.mu held).
+func (s *Stream) queue(j readJob, urgent bool) {
+	if urgent {
+		s.urgent = append(s.urgent, j)
+	} else {
+		s.ahead = append(s.ahead, j)
+	}
+	s.cond.Broadcast()
+}
+
+// reader runs read jobs, urgent ones first; urgentOnly readers take no
+// read-ahead, so a miss never waits behind it.
+func (s *Stream) reader(urgentOnly bool) {
+	defer s.wg.Done()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		var j readJob
+		switch {
+		case s.closed:
+			return
+		case len(s.urgent) > 0:
+			j = s.urgent[0]
+			s.urgent = s.urgent[1:]
+		case !urgentOnly && len(s.ahead) > 0:
+			j = s.ahead[0]
+			s.ahead = s.ahead[1:]
+		default:
+			s.cond.Wait()
+			continue
+		}
+		s.run(j)
+	}
+}
+
+// run performs one read; it is called and returns with s.mu held.
+func (s *Stream) run(j readJob) {
+	sl := &s.slots[j.slot]
+	for sl.gen == j.gen && sl.stale > 0 && !s.closed {
+		s.cond.Wait() // a read of the slot's previous expert is still writing
+	}
+	if sl.gen != j.gen || s.closed {
+		return // the slot was reassigned before this read started
+	}
+	sl.running++
+	s.mu.Unlock()
+
+	if s.opts.ReadDelay != nil {
+		s.opts.ReadDelay()
+	}
+	t0 := time.Now()
+	n, err := s.files[j.file].ReadAt(s.arena[j.dst:j.dst+j.n], j.off)
+	if err == io.EOF && n >= j.need {
+		err = nil // the last aligned block runs past the end of the file
+	} else if err == nil && n < j.need {
+		err = io.ErrUnexpectedEOF
+	} else if err == io.EOF {
+		err = fmt.Errorf("the file ends after %d of %d bytes: %w", n, j.need, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		err = fmt.Errorf("read %d bytes at offset %d: %w", j.n, j.off, err)
+	}
+	dt := time.Since(t0)
+
+	s.mu.Lock()
+	s.stats.BytesRead += int64(n)
+	s.stats.ReadTime += dt
+	if sl.gen != j.gen {
+		sl.stale--
+		s.cond.Broadcast()
+		return
+	}
+	sl.running--
+	sl.pending--
+	if err != nil && sl.err == nil {
+		sl.err = err
+	}
+	if sl.pending > 0 {
+		return
+	}
+	if sl.err == nil {
+		sl.loaded = true
+	} else {
+		// Forget the expert: a later fetch reads it again.
+		delete(s.resident, sl.key)
+		s.unlink(j.slot)
+		sl.key = -1
+	}
+	if f := sl.waiter; f != nil {
+		sl.waiter = nil
+		if sl.err != nil && f.err == nil {
+			f.err = fmt.Errorf("layer %d expert %d: %w", f.layer, f.experts[sl.widx], sl.err)
+		}
+		f.ready <- sl.widx
+	}
+	s.cond.Broadcast()
+}
+
+// Fetch implements model.ExpertProvider.
+func (s *Stream) Fetch(_ context.Context, layer int, experts []int32) (model.Fetch, error) {
+	if layer < 0 || layer >= len(s.layers) || !s.layers[layer].ok {
+		return nil, fmt.Errorf("experts: layer %d has no experts", layer)
+	}
+	for _, e := range experts {
+		if e < 0 || int(e) >= s.layers[layer].experts {
+			return nil, fmt.Errorf("experts: layer %d has no expert %d", layer, e)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("experts: provider closed")
+	}
+	f := &s.fetch
+	if cap(f.ready) < len(experts) {
+		f.ready = make(chan int, max(len(experts), 64))
+	}
+	f.layer, f.experts, f.err = layer, experts, nil
+	f.slotOf = f.slotOf[:0]
+	f.waiting = f.waiting[:0]
+	for i, e := range experts {
+		if si, ok := s.resident[key(layer, int(e))]; ok {
+			s.stats.Hits++
+			s.touch(si)
+			sl := &s.slots[si]
+			sl.pinned = true
+			f.slotOf = append(f.slotOf, si)
+			if sl.loaded {
+				f.ready <- i
+			} else {
+				sl.waiter, sl.widx = f, i
+				s.promote(si)
+			}
+			continue
+		}
+		s.stats.Misses++
+		f.slotOf = append(f.slotOf, -1)
+		f.waiting = append(f.waiting, i)
+	}
+	s.place(f)
+	return f, nil
+}
+
+// promote moves the queued read-ahead reads of slot si to the urgent queue:
+// a layer needs them now (s.mu held).
+func (s *Stream) promote(si int32) {
+	gen := s.slots[si].gen
+	n := 0
+	for _, j := range s.ahead {
+		if j.slot == si && j.gen == gen {
+			s.urgent = append(s.urgent, j)
+			continue
+		}
+		s.ahead[n] = j
+		n++
+	}
+	s.ahead = s.ahead[:n]
+}
+
+// place gives waiting experts of f the slots that are free or evictable
+// (s.mu held).
+func (s *Stream) place(f *streamFetch) {
+	n := 0
+	for _, i := range f.waiting {
+		v := s.victim()
+		if v < 0 {
+			f.waiting[n] = i
+			n++
+			continue
+		}
+		s.assign(v, f.layer, int(f.experts[i]), true)
+		sl := &s.slots[v]
+		sl.pinned, sl.waiter, sl.widx = true, f, i
+		f.slotOf[i] = v
+	}
+	f.waiting = f.waiting[:n]
+}
+
+// Prefetch implements model.ExpertProvider: the experts not resident are
+// given slots now (evicting the least recently used unpinned ones) and
+// queued for read-ahead.
+func (s *Stream) Prefetch(layer int, experts []int32) {
+	if layer < 0 || layer >= len(s.layers) || !s.layers[layer].ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for _, e := range experts {
+		if e < 0 || int(e) >= s.layers[layer].experts {
+			continue
+		}
+		if _, ok := s.resident[key(layer, int(e))]; ok {
+			continue
+		}
+		v := s.victim()
+		if v < 0 {
+			return
+		}
+		s.assign(v, layer, int(e), false)
+		s.stats.ReadAheads++
+	}
+}
+
+// streamFetch is one layer's request; its fields are guarded by Stream.mu
+// except ready.
+type streamFetch struct {
+	s       *Stream
+	layer   int
+	experts []int32
+	slotOf  []int32 // per requested expert: its slot, -1 while it waits for one
+	waiting []int   // requested experts without a slot yet
+	ready   chan int
+	err     error
+}
+
+func (f *streamFetch) Ready(ctx context.Context, dst []int) ([]int, error) {
+	t0 := time.Now()
+	select {
+	case i := <-f.ready:
+		dst = append(dst, i)
+	case <-ctx.Done():
+		return dst, ctx.Err()
+	}
+	for more := true; more; {
+		select {
+		case i := <-f.ready:
+			dst = append(dst, i)
+		default:
+			more = false
+		}
+	}
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Stall += time.Since(t0)
+	return dst, f.err
+}
+
+func (f *streamFetch) Weights(i int) model.ExpertWeights {
+	s := f.s
+	s.mu.Lock()
+	si := f.slotOf[i]
+	sl := &s.slots[si]
+	v := sl.views
+	s.mu.Unlock()
+	l := &s.layers[f.layer]
+	return model.ExpertWeights{
+		Gate: s.arena[v[0][0]:v[0][1]], GateT: l.parts[0].ref.Type,
+		Up: s.arena[v[1][0]:v[1][1]], UpT: l.parts[1].ref.Type,
+		Down: s.arena[v[2][0]:v[2][1]], DownT: l.parts[2].ref.Type,
+	}
+}
+
+// Done implements model.Fetch: those experts' slots may be reused.
+func (f *streamFetch) Done(idx []int) {
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range idx {
+		if si := f.slotOf[i]; si >= 0 {
+			s.slots[si].pinned = false
+		}
+	}
+	if len(f.waiting) > 0 {
+		s.place(f)
+	}
+}
+
+func (f *streamFetch) Release() {
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, si := range f.slotOf {
+		if si >= 0 {
+			sl := &s.slots[si]
+			sl.pinned = false
+			if sl.waiter == f {
+				sl.waiter = nil
+			}
+		}
+	}
+	for more := true; more; {
+		select {
+		case <-f.ready:
+		default:
+			more = false
+		}
+	}
+	f.experts, f.waiting, f.slotOf = nil, f.waiting[:0], f.slotOf[:0]
+}

@@ -1,0 +1,256 @@
+package experts_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-llm/strata/engine/cpu"
+	"github.com/strata-llm/strata/engine/experts"
+	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/qwen3moe"
+	"github.com/strata-llm/strata/engine/synth"
+)
+
+func writeModel(t testing.TB, typ ggml.Type) string {
+	t.Helper()
+	cfg := synth.Defaults(synth.ArchQwen3MoE)
+	cfg.Type, cfg.Layers, cfg.Vocab, cfg.Experts, cfg.ExpertsUsed, cfg.Seed = typ, 3, 512, 16, 4, 3
+	cfg.RouterSkew = 1
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(context.Background(), path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// run decodes toks (a prompt in two batches, then one token at a time) and
+// returns every row's logits; newExperts nil means the in-memory provider.
+func run(t testing.TB, path string, toks []int32, newExperts func(*gguf.File, *model.ExpertLayout) (model.ExpertProvider, error)) [][]float32 {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	be := cpu.NewBackend(2)
+	defer be.Close()
+	opts := model.Options{Backend: be}
+	var prov model.ExpertProvider
+	if newExperts != nil {
+		opts.NewExperts = func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+			p, err := newExperts(f, l)
+			prov = p
+			return p, err
+		}
+	}
+	m, err := qwen3moe.Open(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := prov.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	s, err := m.NewSession(128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]float32
+	for at := 0; at < len(toks); {
+		n := 1
+		switch at {
+		case 0:
+			n = 20
+		case 20:
+			n = 5
+		}
+		b := model.Batch{Tokens: toks[at : at+n], Logits: make([]bool, n)}
+		for i := range b.Logits {
+			b.Logits[i] = true
+		}
+		if err := s.Forward(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range b.Out {
+			out = append(out, append([]float32(nil), r...))
+		}
+		at += n
+	}
+	return out
+}
+
+func same(a, b [][]float32) error {
+	for i := range a {
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				return fmt.Errorf("row %d logit %d: %g vs %g", i, j, a[i][j], b[i][j])
+			}
+		}
+	}
+	return nil
+}
+
+// TestStreamMatchesInMemory: tokens' logits with experts streamed through
+// arenas from all experts down to a single slot, with random read delays
+// and 1..8 readers, are bit-identical to the in-memory engine's.
+func TestStreamMatchesInMemory(t *testing.T) {
+	path := writeModel(t, ggml.Q4_K)
+	rng := rand.New(rand.NewPCG(1, 2))
+	toks := make([]int32, 40)
+	for i := range toks {
+		toks[i] = int32(rng.IntN(512))
+	}
+	want := run(t, path, toks, nil)
+	f, _ := gguf.Open(path)
+	slotBytes := probeLayout(t, f) // bytes of one expert's slot
+	f.Close()
+	for _, tc := range []struct {
+		slots, readers int
+	}{{48, 4}, {24, 1}, {8, 8}, {4, 3}, {1, 2}} {
+		t.Run(fmt.Sprintf("%dslots-%dreaders", tc.slots, tc.readers), func(t *testing.T) {
+			var mu sync.Mutex
+			drng := rand.New(rand.NewPCG(uint64(tc.slots), 7))
+			delay := func() {
+				mu.Lock()
+				d := time.Duration(drng.IntN(400)) * time.Microsecond
+				mu.Unlock()
+				time.Sleep(d)
+			}
+			var st experts.Stats
+			got := run(t, path, toks, func(f *gguf.File, l *model.ExpertLayout) (model.ExpertProvider, error) {
+				s, err := experts.NewStream(f, l, experts.StreamOptions{Budget: int64(tc.slots) * slotBytes, Readers: tc.readers, ReadDelay: delay})
+				if err != nil {
+					return nil, err
+				}
+				return &statsOnClose{Stream: s, dst: &st}, nil
+			})
+			if err := same(want, got); err != nil {
+				t.Fatal(err)
+			}
+			if st.Slots != min(tc.slots, st.Slots) || (tc.slots < 48 && st.Misses == 0) {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// probeLayout returns the slot size a Stream uses for f's experts.
+func probeLayout(t testing.TB, f *gguf.File) int64 {
+	be := cpu.NewBackend(1)
+	defer be.Close()
+	var slot int64
+	_, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		s, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 1})
+		if err != nil {
+			return nil, err
+		}
+		slot = s.Stats().SlotBytes
+		s.Close()
+		return experts.NewFile(f, l)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slot
+}
+
+// TestStreamResidencyIsDeterministic: the same requests give the same hits,
+// misses and read-aheads whatever the read delays.
+func TestStreamResidencyIsDeterministic(t *testing.T) {
+	path := writeModel(t, ggml.Q8_0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	slot := probeLayout(t, f)
+	toks := []int32{1, 9, 33, 100, 7, 7, 7, 250, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28}
+	var first experts.Stats
+	for i, maxDelay := range []int{0, 500, 2000} {
+		rng := rand.New(rand.NewPCG(uint64(i), 1))
+		var mu sync.Mutex
+		var st experts.Stats
+		run(t, path, toks, func(f *gguf.File, l *model.ExpertLayout) (model.ExpertProvider, error) {
+			s, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 10 * slot, Readers: 3, ReadDelay: func() {
+				if maxDelay == 0 {
+					return
+				}
+				mu.Lock()
+				d := time.Duration(rng.IntN(maxDelay)) * time.Microsecond
+				mu.Unlock()
+				time.Sleep(d)
+			}})
+			if err != nil {
+				return nil, err
+			}
+			return &statsOnClose{Stream: s, dst: &st}, nil
+		})
+		if st.Misses == 0 || st.Hits == 0 {
+			t.Fatalf("delay %d µs: %d hits, %d misses: the arena should both hit and miss", maxDelay, st.Hits, st.Misses)
+		}
+		if i == 0 {
+			first = st
+			continue
+		}
+		if st.Hits != first.Hits || st.Misses != first.Misses || st.ReadAheads != first.ReadAheads || st.Resident != first.Resident {
+			t.Fatalf("delay %d µs: hits %d misses %d read-aheads %d resident %d; without delay %d %d %d %d",
+				maxDelay, st.Hits, st.Misses, st.ReadAheads, st.Resident, first.Hits, first.Misses, first.ReadAheads, first.Resident)
+		}
+	}
+}
+
+// statsOnClose records a Stream's counters when it is closed.
+type statsOnClose struct {
+	*experts.Stream
+	dst *experts.Stats
+}
+
+func (s *statsOnClose) Close() error {
+	*s.dst = s.Stream.Stats()
+	return s.Stream.Close()
+}
+
+// TestStreamReadErrors: a file truncated after the model was opened makes
+// the request that needs a lost expert fail with an error naming it; the
+// provider keeps working for experts it can read.
+func TestStreamReadErrors(t *testing.T) {
+	path := writeModel(t, ggml.Q8_0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	be := cpu.NewBackend(1)
+	defer be.Close()
+	var s *experts.Stream
+	m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		s, err = experts.NewStream(f, l, experts.StreamOptions{Budget: 1 << 30})
+		return s, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The last layer's down experts are at the end of the file: cut it.
+	if err := os.Truncate(path, f.Size-int64(f.Size/20)); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := m.NewSession(64)
+	var lastErr error
+	for i := 0; i < 20 && lastErr == nil; i++ {
+		lastErr = sess.Forward(context.Background(), &model.Batch{Tokens: []int32{int32(i * 17 % 512)}})
+	}
+	if lastErr == nil || !errors.Is(lastErr, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading a truncated file: %v", lastErr)
+	}
+}

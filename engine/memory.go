@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/strata-llm/strata/engine/experts"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/internal/sysmem"
+)
+
+// Streaming says when the engine streams experts from the SSD.
+type Streaming string
+
+const (
+	// StreamAuto streams when the model does not fit the memory this
+	// process may use (with its KV cache and a margin); the default.
+	StreamAuto Streaming = ""
+	// StreamAlways streams every model with experts.
+	StreamAlways Streaming = "always"
+	// StreamNever reads a model that fits half of RAM into memory and maps
+	// a larger one, leaving it to the page cache.
+	StreamNever Streaming = "never"
+)
+
+// memoryMode is how a model's weights are held.
+type memoryMode int
+
+const (
+	modeInMemory memoryMode = iota // read into anonymous memory
+	modeMapped                     // mapped, paged in by the kernel
+	modeStream                     // dense part mapped, experts streamed into an arena
+)
+
+func (m memoryMode) String() string {
+	return [...]string{"in memory", "mapped", "streaming experts"}[m]
+}
+
+// memoryPlan is how a model will be held, decided before anything large
+// is allocated.
+type memoryPlan struct {
+	mode   memoryMode
+	arena  int64 // expert cache bytes (modeStream)
+	dense  int64 // bytes of everything but the routed experts
+	usable uint64
+}
+
+// marginBytes is what the plan leaves free of the usable memory: for the
+// Go heap, the tokenizer, the UI and the page cache the mapped dense part
+// needs to stay resident; at most 1/8 of what is usable.
+const marginBytes = 512 << 20
+
+// expertBytes sums the routed expert tensors (llama.cpp's "*_exps"
+// tensors) of f.
+func expertBytes(f *gguf.File) int64 {
+	var n int64
+	for _, t := range f.Tensors {
+		if strings.Contains(t.Name, "_exps.") {
+			n += int64(t.Size)
+		}
+	}
+	return n
+}
+
+// kvEstimate is an upper bound of the KV cache of nCtx positions: every
+// layer with F16 K and V of head_count_kv × key_length.
+func kvEstimate(f *gguf.File, nCtx int) int64 {
+	layers, _ := f.ArchUint("block_count")
+	heads, ok := f.ArchUint("attention.head_count_kv")
+	if !ok {
+		heads, _ = f.ArchUint("attention.head_count")
+	}
+	dim, ok := f.ArchUint("attention.key_length")
+	if !ok {
+		if e, ok := f.ArchUint("embedding_length"); ok {
+			if h, _ := f.ArchUint("attention.head_count"); h > 0 {
+				dim = e / h
+			}
+		}
+	}
+	return int64(layers) * int64(nCtx) * int64(heads) * int64(dim) * 2 * 2
+}
+
+// planMemory decides how to hold f: in memory when it fits half of RAM
+// and streaming is not forced, streaming when the model does not fit
+// what this process may use (or when forced), else mapped. A model whose
+// dense part does not fit is refused here, before anything is allocated.
+func planMemory(f *gguf.File, opts Options, nCtx int, usable, total uint64) (memoryPlan, error) {
+	exp := expertBytes(f)
+	p := memoryPlan{dense: f.Size - exp, usable: usable}
+	kv := kvEstimate(f, nCtx)
+	margin := int64(marginBytes)
+	if usable > 0 {
+		margin = min(margin, int64(usable/8))
+	}
+	fits := usable == 0 || f.Size+kv+margin <= int64(usable)
+	switch {
+	case exp > 0 && (opts.Streaming == StreamAlways || (opts.Streaming == StreamAuto && !fits)):
+		p.mode = modeStream
+		left := int64(usable) - p.dense - kv - margin
+		if usable > 0 && left <= 0 {
+			return p, fmt.Errorf("the model's dense part (%s) and KV cache (%s) need more than the %s of memory this process may use",
+				gib(p.dense), gib(kv), gib(int64(usable)))
+		}
+		p.arena = opts.ExpertCache
+		if p.arena <= 0 {
+			p.arena = left
+			if usable == 0 {
+				p.arena = exp / 4
+			}
+		}
+		p.arena = min(p.arena, exp)
+	case total > 0 && uint64(f.Size) <= total/2 && fits:
+		p.mode = modeInMemory
+	default:
+		p.mode = modeMapped
+	}
+	return p, nil
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.2f GB", float64(n)/1e9) }
+
+// openFile maps path, plans how to hold it for its context length, and
+// reads it into memory if the plan says so.
+func openFile(ctx context.Context, path string, opts Options) (*gguf.File, memoryPlan, int, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, memoryPlan{}, 0, err
+	}
+	nctx := contextFor(f, opts)
+	plan, err := planMemory(f, opts, nctx, sysmem.Usable(), sysmem.Total())
+	if err != nil {
+		f.Close()
+		return nil, plan, 0, fmt.Errorf("load %s: %w", path, err)
+	}
+	if plan.mode != modeInMemory {
+		return f, plan, nctx, nil
+	}
+	f.Close()
+	f, err = gguf.Load(ctx, path)
+	return f, plan, nctx, err
+}
+
+// contextFor is the session length: the option, else the model's trained
+// context up to 4096.
+func contextFor(f *gguf.File, opts Options) int {
+	if opts.ContextLength > 0 {
+		return opts.ContextLength
+	}
+	if n, ok := f.ArchUint("context_length"); ok && n > 0 {
+		return int(min(n, 4096))
+	}
+	return 4096
+}
+
+// newStream returns the expert-provider factory of a streaming plan and a
+// pointer that receives the provider when the model makes it.
+func newStream(f *gguf.File, plan memoryPlan, readers int) (func(*model.ExpertLayout) (model.ExpertProvider, error), **experts.Stream) {
+	var s *experts.Stream
+	return func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		st, err := experts.NewStream(f, l, experts.StreamOptions{Budget: plan.arena, Readers: readers})
+		if err != nil {
+			return nil, err
+		}
+		s = st
+		return st, nil
+	}, &s
+}

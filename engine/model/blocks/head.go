@@ -1,0 +1,100 @@
+package blocks
+
+import (
+	"github.com/strata-llm/strata/engine/backend"
+	"github.com/strata-llm/strata/engine/model"
+)
+
+// Head is the output norm and the projection to the vocabulary.
+type Head struct {
+	Norm   []float32
+	Output *backend.Matrix // [vocab × embd]
+	Eps    float32
+}
+
+// HeadBuf is a session's scratch for the head and the batch's outputs.
+type HeadBuf struct {
+	in, xn, logits []float32
+	hidden         []float32
+	rows           [][]float32
+	hrows          [][]float32
+}
+
+// Forward fills b.Out with the logits of the rows b marks and b.HiddenOut
+// with their final hidden states, from x ([len(b.Tokens)][embd]).
+func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *HeadBuf) error {
+	if err := be.Sync(); err != nil { // the host gathers rows of x
+		return err
+	}
+	e, vocab := h.Output.Cols, h.Output.Rows
+	nt := len(b.Tokens)
+	nh, nl := 0, 0
+	for i := 0; i < nt; i++ {
+		if b.WantsHidden(i) {
+			nh++
+		}
+		if b.WantsLogits(i) {
+			nl++
+		}
+	}
+	if len(buf.hidden) < nh*e {
+		buf.hidden = be.Alloc(nh * e)
+	}
+	buf.hrows = buf.hrows[:0]
+	for i := 0; i < nt; i++ {
+		if b.WantsHidden(i) {
+			r := buf.hidden[len(buf.hrows)*e : (len(buf.hrows)+1)*e]
+			copy(r, x[i*e:(i+1)*e])
+			buf.hrows = append(buf.hrows, r)
+		}
+	}
+	b.HiddenOut = buf.hrows
+	if len(buf.in) < nl*e {
+		buf.in, buf.xn = be.Alloc(nl*e), be.Alloc(nl*e)
+	}
+	in := buf.in[:nl*e]
+	j := 0
+	for i := 0; i < nt; i++ {
+		if b.WantsLogits(i) {
+			copy(in[j*e:(j+1)*e], x[i*e:(i+1)*e])
+			j++
+		}
+	}
+	if len(buf.logits) < nl*vocab {
+		buf.logits = be.Alloc(nl * vocab)
+	}
+	logits := buf.logits[:nl*vocab]
+	if nl > 0 {
+		xn := buf.xn[:nl*e]
+		be.RMSNorm(xn, in, h.Norm, nl, h.Eps)
+		be.Linear(h.Output, xn, nl, logits)
+		if err := be.Sync(); err != nil {
+			return err
+		}
+	}
+	buf.rows = buf.rows[:0]
+	for j := 0; j < nl; j++ {
+		buf.rows = append(buf.rows, logits[j*vocab:(j+1)*vocab])
+	}
+	b.Out = buf.rows
+	return nil
+}
+
+// Bytes is what the buffers hold.
+func (buf *HeadBuf) Bytes() int64 {
+	return 4 * int64(cap(buf.in)+cap(buf.xn)+cap(buf.logits)+cap(buf.hidden))
+}
+
+// Bytes is what the buffers hold.
+func (buf *AttnBuf) Bytes() int64 {
+	return 4 * int64(cap(buf.q)+cap(buf.k)+cap(buf.v)+cap(buf.att))
+}
+
+// Bytes is what the buffers hold.
+func (buf *MoEBuf) Bytes() int64 {
+	n := cap(buf.logits) + cap(buf.out)
+	for _, o := range buf.outs {
+		n += cap(o)
+	}
+	return 4 * int64(n)
+}
