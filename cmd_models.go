@@ -57,7 +57,11 @@ func cmdModels(ctx context.Context, env *cmdEnv, args []string) error {
 			name += " *"
 			unchecked = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, stateText(e), sizeText(e), fitText(models.Classify(e, ram)), e.Description)
+		fit := fitText(models.Classify(e, ram))
+		if e.NeedsNewer {
+			fit = "-" // it cannot run here at all
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, stateText(e), sizeText(e), fit, e.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

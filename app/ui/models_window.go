@@ -130,7 +130,11 @@ func (v *modelsView) row(e models.Entry, active bool) fyne.CanvasObject {
 		d.Wrapping = fyne.TextWrapWord
 		box.Add(d)
 	}
-	box.Add(widget.NewLabel(v.sizeText(e) + " · " + fitText(models.Classify(e, v.u.d.TotalRAM))))
+	if e.NeedsNewer {
+		box.Add(widget.NewLabel(v.sizeText(e))) // how it would fit says nothing: it cannot run
+	} else {
+		box.Add(widget.NewLabel(v.sizeText(e) + " · " + fitText(models.Classify(e, v.u.d.TotalRAM))))
+	}
 	box.Add(r.state)
 	if p := e.Progress; p != nil && (e.State == models.StateDownloading || e.State == models.StatePaused) {
 		r.progress = widget.NewProgressBar()
