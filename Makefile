@@ -8,7 +8,7 @@ BIN     := bin/strata
 GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
-.PHONY: run test build deps test-deps vet test-go test-arm64 vet-darwin clean
+.PHONY: run test build deps test-deps check-repo vet test-go test-arm64 vet-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -22,13 +22,18 @@ deps:
 test-deps:
 	scripts/deps.sh test
 
-test: test-deps vet test-go test-arm64 vet-darwin
+test: test-deps check-repo vet test-go test-arm64 vet-darwin
+
+# No big files outside testdata/ in git, every .go file gofmt-formatted.
+check-repo:
+	scripts/check-repo.sh
 
 vet:
 	$(GO) vet ./...
 
 test-go:
 	$(GO) test -race -timeout 15m ./...
+	cd internal/uilocale && $(GO) test -race ./...
 	# The llama.cpp comparisons again with every SIMD kernel off.
 	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' ./engine/
 

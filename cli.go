@@ -14,9 +14,6 @@ import (
 	"github.com/strata-llm/strata/internal/dirs"
 )
 
-// version is Strata's version (FyneApp.toml carries the same).
-const version = "0.1.0"
-
 // command is one subcommand.
 type command struct {
 	name    string

@@ -44,18 +44,50 @@ func cmdInspect(ctx context.Context, env *cmdEnv, args []string) error {
 }
 
 func cmdDev(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "dev", "strata dev synth [flags]",
-		"Developer tools.\n  synth   write a synthetic GGUF model (strata dev synth --help)")
+	fs := newFlagSet(env, "dev", "strata dev synth|split [flags]",
+		"Developer tools.\n  synth   write a synthetic GGUF model (strata dev synth --help)\n  split   split a GGUF model into parts as llama.cpp's gguf-split does (strata dev split --help)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch fs.Arg(0) {
 	case "synth":
 		return synth.Main(ctx, fs.Args()[1:], env.Stdout)
+	case "split":
+		return cmdDevSplit(ctx, env, fs.Args()[1:])
 	case "":
 		fs.Usage()
 		return fmt.Errorf("%w: dev needs a tool name", errUsage)
 	default:
 		return fmt.Errorf("%w: unknown dev tool %q", errUsage, fs.Arg(0))
 	}
+}
+
+func cmdDevSplit(ctx context.Context, env *cmdEnv, args []string) error {
+	fs := newFlagSet(env, "dev split", "strata dev split [--max-tensors N | --max-bytes N] IN.gguf OUT_PREFIX",
+		"Writes IN as a split model, OUT_PREFIX-00001-of-0000N.gguf and on, the way\nllama.cpp's gguf-split does (by default 128 tensors per part).")
+	maxTensors := fs.Int("max-tensors", 0, "at most `N` tensors per part (default 128)")
+	maxBytes := fs.Int64("max-bytes", 0, "at most `N` bytes of tensor data per part")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("%w: dev split needs IN.gguf and OUT_PREFIX", errUsage)
+	}
+	opts := gguf.SplitOptions{MaxTensors: *maxTensors, MaxBytes: *maxBytes}
+	if opts.MaxTensors == 0 && opts.MaxBytes == 0 {
+		opts.MaxTensors = 128
+	}
+	f, err := gguf.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	parts, err := gguf.WriteSplit(ctx, f, fs.Arg(1), opts)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		fmt.Fprintln(env.Stdout, p)
+	}
+	return nil
 }

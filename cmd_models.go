@@ -57,7 +57,11 @@ func cmdModels(ctx context.Context, env *cmdEnv, args []string) error {
 			name += " *"
 			unchecked = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, stateText(e), sizeText(e), fitText(models.Classify(e, ram)), e.Description)
+		fit := fitText(models.Classify(e, ram))
+		if e.NeedsNewer {
+			fit = "-" // it cannot run here at all
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, stateText(e), sizeText(e), fit, e.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -65,10 +69,22 @@ func cmdModels(ctx context.Context, env *cmdEnv, args []string) error {
 	if unchecked {
 		fmt.Fprintln(env.Stdout, "\n* repository not checked when the catalog was written; sizes are estimates.")
 	}
+	for _, e := range list {
+		if e.NeedsNewer {
+			fmt.Fprintln(env.Stdout, "Models that need a newer Strata use an architecture this version cannot run yet; they cannot be downloaded.")
+			break
+		}
+	}
 	return nil
 }
 
 func stateText(e models.Entry) string {
+	switch {
+	case e.NeedsNewer && e.State == models.StateAvailable:
+		return "needs a newer Strata"
+	case e.NeedsNewer && e.State == models.StateInstalled:
+		return "installed, needs a newer Strata"
+	}
 	switch e.State {
 	case models.StateInstalled:
 		if e.Verified {
@@ -299,11 +315,14 @@ func cmdVerify(ctx context.Context, env *cmdEnv, args []string) error {
 	}
 	defer m.Close()
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() && (strings.ContainsRune(arg, os.PathSeparator) || models.ValidateName(arg) != nil || strings.HasSuffix(arg, ".gguf")) {
-		sum, err := m.VerifyPath(ctx, arg, nil)
+		files, err := m.VerifyPath(ctx, arg, nil)
+		for _, f := range files {
+			fmt.Fprintf(env.Stdout, "%s  %s\n", f.SHA256, f.Name)
+		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s  %s\nvalid GGUF\n", sum, arg)
+		fmt.Fprintln(env.Stdout, "valid GGUF")
 		return nil
 	}
 	rep, err := m.Verify(ctx, arg, nil)

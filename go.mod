@@ -3,8 +3,10 @@ module github.com/strata-llm/strata
 go 1.26.8
 
 require (
+	boot.strata.dev/uilocale v0.0.0
 	fyne.io/fyne/v2 v2.7.1
 	fyne.io/systray v1.12.2
+	github.com/BurntSushi/toml v1.5.0
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/gorilla/websocket v1.5.3
@@ -15,7 +17,6 @@ require (
 )
 
 require (
-	github.com/BurntSushi/toml v1.5.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/fredbi/uri v1.1.1 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
@@ -47,3 +48,7 @@ require (
 	golang.org/x/text v0.36.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+// Quiets the UI toolkit under C locales; a module only for its import path
+// (see internal/uilocale/go.mod).
+replace boot.strata.dev/uilocale => ./internal/uilocale

@@ -51,10 +51,9 @@ type oracleCase struct {
 }
 
 func oracleCases(t *testing.T) []oracleCase {
-	dir := testfix.FixturesDir(t)
 	cases := []oracleCase{
-		{"fixture/Q8_0", filepath.Join(dir, "tiny-qwen3moe-Q8_0.gguf"), exactBounds},
-		{"fixture/Q4_K_M", filepath.Join(dir, "tiny-qwen3moe-Q4_K_M.gguf"), quantBounds},
+		{"fixture/Q8_0", testfix.Path(t, testfix.Qwen3MoEQ8_0), exactBounds},
+		{"fixture/Q4_K_M", testfix.Path(t, testfix.Qwen3MoEQ4_K_M), quantBounds},
 	}
 	tmp := t.TempDir()
 	for _, typ := range []ggml.Type{ggml.F32, ggml.F16, ggml.BF16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_K, ggml.Q5_K,

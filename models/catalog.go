@@ -100,7 +100,8 @@ func (e *CatalogEntry) check() error {
 	}
 	var total int64
 	bases := map[string]bool{}
-	for _, f := range e.Files {
+	var prefix string
+	for i, f := range e.Files {
 		var p string
 		switch {
 		case f.Path != "" && f.URL == "" && e.HF != nil:
@@ -120,6 +121,16 @@ func (e *CatalogEntry) check() error {
 		b := baseName(p)
 		if bases[b] {
 			return fmt.Errorf("two files named %q", b)
+		}
+		if len(e.Files) > 1 {
+			// The parts of a split model, in order, as gguf-split names them.
+			m := splitRe.FindStringSubmatch(b)
+			if i == 0 && m != nil {
+				prefix = m[1]
+			}
+			if want := fmt.Sprintf("%s-%05d-of-%05d.gguf", prefix, i+1, len(e.Files)); m == nil || b != want {
+				return fmt.Errorf("file %d of %d is %q: the files of a model are the parts of a split GGUF in order (%s)", i+1, len(e.Files), b, want)
+			}
 		}
 		bases[b] = true
 		if f.SHA256 != "" && !download.IsSHA256(f.SHA256) {

@@ -6,7 +6,7 @@ type Fit string
 // The fits, from best to worst.
 const (
 	FitInRAM     Fit = "fits"      // runs fully in RAM
-	FitStreaming Fit = "streaming" // runs with experts streamed from the SSD
+	FitStreaming Fit = "streaming" // runs with its experts streamed from the SSD (the engine's stream mode)
 	FitTooLarge  Fit = "too_large"
 	FitUnknown   Fit = "unknown" // the entry does not say what it needs
 )

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/models/download"
 )
@@ -28,9 +30,15 @@ type Options struct {
 	HubURL string
 	// Download tunes the downloader; its Client is replaced by Client.
 	Download download.Options
-	// Validate checks a finished GGUF file (nil: the strict validator,
-	// gguf.Open).
+	// Validate checks a finished model given its first (or only) file,
+	// with all the parts of a split model (nil: the strict validator,
+	// gguf.Open, which reads every part).
 	Validate func(path string) error
+	// Supports says whether this Strata can run an architecture (GGUF
+	// general.architecture); nil: engine.Supports. Catalog entries of
+	// other architectures are listed as needing a newer Strata and are
+	// not downloaded.
+	Supports func(arch string) bool
 	Log      *slog.Logger
 }
 
@@ -90,6 +98,9 @@ type Entry struct {
 	Source      Source `json:"source"`
 	InCatalog   bool   `json:"in_catalog"`
 	Unchecked   bool   `json:"unchecked,omitempty"` // catalog entry not checked against its hub
+	// NeedsNewer: this Strata cannot run the model's architecture (a later
+	// version may); such catalog entries are not downloaded.
+	NeedsNewer bool `json:"needs_newer_strata,omitempty"`
 	// Size is the exact size in bytes (installed: on disk), 0 when
 	// unknown; ApproxSize an estimate for display then.
 	Size           int64     `json:"size"`
@@ -113,6 +124,7 @@ var (
 	ErrCancelled    = errors.New("download cancelled")
 	ErrClosed       = errors.New("model manager closed")
 	ErrInvalidGGUF  = errors.New("downloaded file is not a valid GGUF model")
+	ErrNeedsNewer   = errors.New("needs a newer Strata")
 )
 
 // Manager owns the model store folder. Its methods are safe for concurrent
@@ -157,6 +169,9 @@ func NewManager(dir string, opts Options) (*Manager, error) {
 	if opts.Validate == nil {
 		opts.Validate = validateGGUF
 	}
+	if opts.Supports == nil {
+		opts.Supports = engine.Supports
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -178,13 +193,22 @@ func NewManager(dir string, opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// validateGGUF is the default validator: the strict GGUF reader.
+// validateGGUF is the default validator: the strict GGUF reader, which
+// opens every part of a split model. A file named as the first of N parts
+// must be a split model of N parts.
 func validateGGUF(path string) error {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	defer f.Close()
+	if m := splitRe.FindStringSubmatch(filepath.Base(path)); m != nil {
+		n, _ := strconv.Atoi(m[3])
+		if got := len(f.SplitParts()); n > 1 && got != n {
+			return fmt.Errorf("%s is named as part 1 of %d, but the model it starts has %d part(s)", filepath.Base(path), n, got)
+		}
+	}
+	return nil
 }
 
 // tidy removes leftovers of interrupted writes: temp files, and pull
@@ -270,7 +294,7 @@ func (m *Manager) List() []Entry {
 		e := &Entry{Name: c.Name, Display: c.Display, Description: c.Description, Family: c.Family,
 			Arch: c.Arch, Quant: c.Quant, InCatalog: true, Unchecked: c.Unchecked, Size: c.SizeBytes,
 			ApproxSize: c.ApproxSizeBytes, RAMRecommended: c.RAMRecommended, RAMMin: c.RAMMin, State: StateAvailable,
-			Source: Source{Kind: "catalog", Ref: c.Name}}
+			Source: Source{Kind: "catalog", Ref: c.Name}, NeedsNewer: !m.opts.Supports(c.Arch)}
 		if c.HF != nil {
 			e.Source.Repo, e.Source.Revision = c.HF.Repo, c.HF.Revision
 		}
@@ -298,6 +322,7 @@ func (m *Manager) List() []Entry {
 			e := get(name)
 			e.State = StateInstalled
 			e.Display, e.Arch, e.Quant, e.Source = cmp.Or(man.Display, e.Display), cmp.Or(man.Arch, e.Arch), cmp.Or(man.Quant, e.Quant), man.Source
+			e.NeedsNewer = e.Arch != "" && !m.opts.Supports(e.Arch)
 			e.Verified, e.VerifiedAt = man.Verified, man.VerifiedAt
 			e.Path = filepath.Join(folder, man.Files[0].Name)
 			e.Size = 0
@@ -437,6 +462,9 @@ func (m *Manager) Resume(ctx context.Context, name string) error {
 
 func (m *Manager) start(_ context.Context, p plan) error {
 	folder := filepath.Join(m.dir, p.Name)
+	if p.Arch != "" && !m.opts.Supports(p.Arch) {
+		return fmt.Errorf("pull %s: %w: this version cannot run %s models yet, so the download would be of no use", p.Name, ErrNeedsNewer, p.Arch)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.ctx.Err(); err != nil {

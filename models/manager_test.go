@@ -13,22 +13,52 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/internal/testfix"
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/models/download"
 )
 
-const fixture = "/work/shared/fixtures/tiny-qwen3moe-Q4_K_M.gguf"
-
 func readFixture(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(fixture)
+	b, err := os.ReadFile(testfix.Path(t, testfix.Qwen3MoEQ4_K_M))
 	if err != nil {
-		t.Skipf("fixture: %v", err)
+		t.Fatalf("fixture: %v", err)
 	}
 	return b
+}
+
+// splitFixture returns the Q8_0 fixture split into n parts by our
+// gguf-split writer, in order.
+func splitFixture(t *testing.T, n int) [][]byte {
+	t.Helper()
+	f, err := gguf.Open(testfix.Path(t, testfix.Qwen3MoEQ8_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	per := (len(f.Tensors) + n - 1) / n
+	paths, err := gguf.WriteSplit(t.Context(), f, filepath.Join(t.TempDir(), "s"), gguf.SplitOptions{MaxTensors: per})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != n {
+		t.Fatalf("split into %d parts, want %d", len(paths), n)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 func sum(b []byte) string {
@@ -219,10 +249,11 @@ func TestPullHuggingFace(t *testing.T) {
 }
 
 func TestPullCatalogSplitAndUnverified(t *testing.T) {
-	data := readFixture(t)
+	parts := splitFixture(t, 2)
+	data := parts[0]
 	files := map[string][]byte{
-		"/acme/big-GGUF/resolve/main/Q4/big-Q4-00001-of-00002.gguf": data,
-		"/acme/big-GGUF/resolve/main/Q4/big-Q4-00002-of-00002.gguf": data,
+		"/acme/big-GGUF/resolve/main/Q4/big-Q4-00001-of-00002.gguf": parts[0],
+		"/acme/big-GGUF/resolve/main/Q4/big-Q4-00002-of-00002.gguf": parts[1],
 	}
 	_, srv := newHub(t, files, false) // the hub publishes no hashes
 	cat := []models.CatalogEntry{{
@@ -252,16 +283,153 @@ func TestPullCatalogSplitAndUnverified(t *testing.T) {
 	if man.Files[0].Expected == "" || man.Files[1].Expected != "" || man.VerifiedAt.IsZero() == false {
 		t.Errorf("manifest files %+v verified_at %v", man.Files, man.VerifiedAt)
 	}
-	if rep, err := m.Verify(t.Context(), "big-q4", nil); err != nil || rep.Verified {
+	if rep, err := m.Verify(t.Context(), "big-q4", nil); err != nil || rep.Verified || len(rep.Files) != 2 || !rep.Files[1].Valid {
 		t.Errorf("verify of an unverified model: %+v %v (must hash fine and stay unverified)", rep, err)
+	}
+	// The engine loads the installed model from its first part, whole.
+	f, err := gguf.Open(e.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.SplitParts()) != 2 || len(f.Tensors) != 51 {
+		t.Errorf("installed model: parts %v, %d tensors", f.SplitParts(), len(f.Tensors))
+	}
+	f.Close()
+
+	// Verify checks every part: a changed byte in part 2 is caught by its
+	// hash (recorded at install), a part that is not this model's by the
+	// validator.
+	p2 := filepath.Join(filepath.Dir(e.Path), "big-Q4-00002-of-00002.gguf")
+	bad := bytes.Clone(parts[1])
+	bad[len(bad)-1] ^= 0xff
+	if err := os.WriteFile(p2, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Verify(t.Context(), "big-q4", nil); !errors.Is(err, download.ErrHashMismatch) || !strings.Contains(err.Error(), "big-Q4-00002-of-00002.gguf") {
+		t.Errorf("verify with part 2 changed: %v", err)
+	}
+	if err := os.WriteFile(p2, readFixture(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.Verify(t.Context(), "big-q4", nil)
+	if !errors.Is(err, models.ErrInvalidGGUF) || rep.Files[0].Valid {
+		t.Errorf("verify with part 2 replaced: %+v %v", rep, err)
+	}
+}
+
+// A split model whose parts do not make one model is refused after the
+// download and its files removed; the engine never sees it.
+func TestPullSplitInvalidSet(t *testing.T) {
+	parts := splitFixture(t, 3)
+	other := splitFixture(t, 2)
+	tests := []struct {
+		name  string
+		files [3][]byte
+		want  string
+	}{
+		{"part from another split", [3][]byte{parts[0], other[1], parts[2]}, "part"},
+		{"unsplit file as part 1", [3][]byte{readFixture(t), parts[1], parts[2]}, "named as part 1 of 3"},
+		{"parts in the wrong order", [3][]byte{parts[0], parts[2], parts[1]}, "want part 2 of 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string][]byte{}
+			for i, b := range tc.files {
+				files[fmt.Sprintf("/dl/m-%05d-of-00003.gguf", i+1)] = b
+			}
+			_, srv := newHub(t, files, true)
+			m := newManager(t, t.TempDir(), srv, nil)
+			name, _, err := pullAndWait(t, m, srv.URL+"/dl/m-00001-of-00003.gguf")
+			if !errors.Is(err, models.ErrInvalidGGUF) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("pull: %v, want ErrInvalidGGUF with %q", err, tc.want)
+			}
+			if left, _ := filepath.Glob(filepath.Join(m.Dir(), name, "*.gguf")); len(left) != 0 {
+				t.Errorf("files left: %v", left)
+			}
+		})
+	}
+}
+
+// A split pull paused in its second part resumes there: the finished first
+// part is not fetched again, and each part is verified against its hash.
+func TestPullSplitResumesPerPart(t *testing.T) {
+	parts := splitFixture(t, 2)
+	files := map[string][]byte{
+		"/o/r/resolve/main/m-00001-of-00002.gguf": parts[0],
+		"/o/r/resolve/main/m-00002-of-00002.gguf": parts[1],
+	}
+	h, srv := newHub(t, files, true)
+	var gets sync.Map
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			n, _ := gets.LoadOrStore(r.URL.Path, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
+	h.throttle = 50 * time.Millisecond // ~5 MB/s per connection
+	dir := t.TempDir()
+	m := newManager(t, dir, srv, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	events := m.Subscribe(ctx)
+	name, err := m.Pull(t.Context(), "o/r/m-00001-of-00002.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(len(parts[0]) + len(parts[1]))
+	for ev := range events {
+		if ev.Phase.Terminal() {
+			t.Fatalf("the pull ended before it could be paused: %+v", ev)
+		}
+		if ev.Phase == models.PhaseDownloading && ev.File == "m-00002-of-00002.gguf" && ev.Done > int64(len(parts[0]))+int64(len(parts[1]))/4 {
+			if ev.Total != total {
+				t.Errorf("progress %+v, want a total of both parts, %d", ev, total)
+			}
+			break
+		}
+	}
+	if err := m.Pause(name); err != nil {
+		t.Fatal(err)
+	}
+	m.Wait(t.Context(), name)
+	m.Close()
+	first := func() int64 {
+		n, ok := gets.Load("/o/r/resolve/main/m-00001-of-00002.gguf")
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int64).Load()
+	}
+	before := first()
+
+	m2 := newManager(t, dir, srv, nil)
+	if e := entry(t, m2, name); e.State != models.StatePaused || e.Progress.Done <= int64(len(parts[0])) {
+		t.Fatalf("after restart: %+v %+v", e, e.Progress)
+	}
+	h.mu.Lock()
+	h.throttle = 0
+	h.mu.Unlock()
+	if err := m2.Resume(t.Context(), name); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Wait(t.Context(), name); err != nil {
+		t.Fatal(err)
+	}
+	if after := first(); after != before {
+		t.Errorf("part 1 fetched again on resume (%d GETs before, %d after)", before, after)
+	}
+	man, _ := m2.Manifest(name)
+	if !man.Verified || len(man.Files) != 2 || man.Files[0].SHA256 != sum(parts[0]) || man.Files[1].SHA256 != sum(parts[1]) {
+		t.Errorf("manifest %+v", man)
 	}
 }
 
 func TestPullUserSplitRef(t *testing.T) {
-	data := readFixture(t)
+	parts := splitFixture(t, 3)
 	files := map[string][]byte{}
 	for i := 1; i <= 3; i++ {
-		files[fmt.Sprintf("/dl/m-%05d-of-00003.gguf", i)] = data
+		files[fmt.Sprintf("/dl/m-%05d-of-00003.gguf", i)] = parts[i-1]
 	}
 	_, srv := newHub(t, files, true)
 	m := newManager(t, t.TempDir(), srv, nil)
@@ -291,10 +459,10 @@ func TestPullFailures(t *testing.T) {
 		{name: "not a gguf", ref: "o/r/garbage.gguf", want: models.ErrInvalidGGUF, text: "removed"},
 		{name: "missing file", ref: "o/r/nope.gguf", text: "404"},
 		{name: "catalog hash wrong", ref: "good", want: download.ErrHashMismatch, text: "removed",
-			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "a", Quant: "q",
+			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "qwen3moe", Quant: "q",
 				HF: &models.HFSource{Repo: "o/r"}, Files: []models.FileSpec{{Path: "good.gguf", SHA256: strings.Repeat("ab", 32)}}}}},
 		{name: "catalog size wrong", ref: "good", want: download.ErrSizeMismatch,
-			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "a", Quant: "q",
+			cat: []models.CatalogEntry{{Name: "good", Display: "G", Arch: "qwen3moe", Quant: "q",
 				HF: &models.HFSource{Repo: "o/r"}, Files: []models.FileSpec{{Path: "good.gguf", Size: 12345}}}}},
 	}
 	for _, tc := range tests {
@@ -474,6 +642,54 @@ func TestManifestWithBadFileNameIgnored(t *testing.T) {
 	for _, e := range m.List() {
 		if e.Name == "evil" && e.State == models.StateInstalled {
 			t.Error("listed as installed")
+		}
+	}
+}
+
+// Catalog entries of an architecture the engine cannot run are listed as
+// needing a newer Strata and refuse to download, before any request; the
+// embedded catalog marks exactly the entries the engine cannot load.
+func TestCatalogNeedsNewerStrata(t *testing.T) {
+	h, srv := newHub(t, map[string][]byte{}, true)
+	var requests atomic.Int64
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		h.ServeHTTP(w, r)
+	})
+	cat := []models.CatalogEntry{{
+		Name: "next-q4", Display: "Next", Arch: "qwen3next", Quant: "Q4_K_M",
+		HF:    &models.HFSource{Repo: "acme/next-GGUF"},
+		Files: []models.FileSpec{{Path: "next-00001-of-00002.gguf"}, {Path: "next-00002-of-00002.gguf"}},
+	}}
+	m := newManager(t, t.TempDir(), srv, cat)
+	if e := entry(t, m, "next-q4"); !e.NeedsNewer || e.State != models.StateAvailable {
+		t.Errorf("entry %+v, want needs_newer_strata", e)
+	}
+	_, err := m.Pull(t.Context(), "next-q4")
+	if !errors.Is(err, models.ErrNeedsNewer) || !strings.Contains(err.Error(), "needs a newer Strata") || !strings.Contains(err.Error(), "qwen3next") {
+		t.Errorf("pull: %v, want ErrNeedsNewer naming the architecture", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests to the hub for a refused pull", n)
+	}
+	if ents, _ := os.ReadDir(m.Dir()); len(ents) != 0 {
+		t.Errorf("a refused pull left %v", ents)
+	}
+
+	def, err := models.NewManager(t.TempDir(), models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer def.Close()
+	for _, e := range def.List() {
+		if e.NeedsNewer == engine.Supports(e.Arch) {
+			t.Errorf("%s (%s): needs_newer_strata %v, engine.Supports %v", e.Name, e.Arch, e.NeedsNewer, engine.Supports(e.Arch))
+		}
+		if !e.NeedsNewer {
+			continue // pulling it would go to the real hub
+		}
+		if _, err := def.Pull(t.Context(), e.Name); !errors.Is(err, models.ErrNeedsNewer) {
+			t.Errorf("%s: pull %v, want ErrNeedsNewer", e.Name, err)
 		}
 	}
 }

@@ -115,3 +115,32 @@ func TestClassify(t *testing.T) {
 		t.Errorf("no figures: %s", got)
 	}
 }
+
+// A catalog entry with several files lists the parts of one split GGUF, in
+// order.
+func TestCatalogSplitFiles(t *testing.T) {
+	doc := func(files ...string) []byte {
+		var fs []string
+		for _, f := range files {
+			fs = append(fs, `{"path":"`+f+`","size":0,"sha256":""}`)
+		}
+		return []byte(`{"version":1,"models":[{"name":"m","display":"M","arch":"qwen3moe","quant":"Q4_K_M",
+			"hf":{"repo":"o/r","revision":"main"},"files":[` + strings.Join(fs, ",") + `]}]}`)
+	}
+	for _, tc := range []struct {
+		files []string
+		ok    bool
+	}{
+		{[]string{"m.gguf"}, true},
+		{[]string{"Q4/m-00001-of-00002.gguf", "Q4/m-00002-of-00002.gguf"}, true},
+		{[]string{"m-00002-of-00002.gguf", "m-00001-of-00002.gguf"}, false},
+		{[]string{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf"}, false},
+		{[]string{"a-00001-of-00002.gguf", "b-00002-of-00002.gguf"}, false},
+		{[]string{"a.gguf", "b.gguf"}, false},
+	} {
+		_, err := models.LoadCatalog(doc(tc.files...))
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: %v", tc.files, err)
+		}
+	}
+}

@@ -155,21 +155,19 @@ func (m *Manager) run(ctx context.Context, t *task, p *plan) error {
 		}
 	}
 
-	// Validate the GGUF before the model counts as installed.
+	// Validate the model (all parts of a split one, read from the first)
+	// before it counts as installed.
 	m.emit(t, Event{Name: p.Name, Phase: PhaseVerifying, Done: before, Total: before})
-	for _, f := range p.Files {
-		path := filepath.Join(folder, f.Name)
-		if err := m.opts.Validate(path); err != nil {
-			// The bytes are what the server published but not a model we
-			// can run: remove them so nothing looks installed.
-			for _, g := range p.Files {
-				os.Remove(filepath.Join(folder, g.Name))
-			}
-			for i := range p.Files {
-				p.Files[i].Done = false
-			}
-			return fmt.Errorf("%s: %w: %v; the downloaded files were removed", f.Name, ErrInvalidGGUF, err)
+	if err := m.opts.Validate(filepath.Join(folder, p.Files[0].Name)); err != nil {
+		// The bytes are what the server published but not a model we
+		// can run: remove them so nothing looks installed.
+		for _, g := range p.Files {
+			os.Remove(filepath.Join(folder, g.Name))
 		}
+		for i := range p.Files {
+			p.Files[i].Done = false
+		}
+		return fmt.Errorf("%s: %w: %v; the downloaded files were removed", p.Files[0].Name, ErrInvalidGGUF, err)
 	}
 	now := time.Now().UTC()
 	man := Manifest{Version: 1, Name: p.Name, Display: p.Display, Arch: p.Arch, Quant: p.Quant, Source: p.Source,

@@ -29,8 +29,8 @@ type VerifyFile struct {
 	Valid    bool   `json:"valid"` // passed the GGUF validator
 }
 
-// Verify re-hashes an installed model's files against its manifest and runs
-// the GGUF validator on each. progress, if not nil, gets bytes hashed and
+// Verify re-hashes an installed model's files (every part of a split
+// model) against its manifest and runs the GGUF validator on the model. progress, if not nil, gets bytes hashed and
 // the total. A mismatch returns download.ErrHashMismatch; an invalid file
 // ErrInvalidGGUF; the report is filled either way. On success the
 // manifest's verified time is updated.
@@ -62,6 +62,10 @@ func (m *Manager) Verify(ctx context.Context, name string, progress func(done, t
 	}
 	rep := VerifyReport{Name: name, Verified: true}
 	var errs []error
+	verr := m.opts.Validate(filepath.Join(folder, man.Files[0].Name))
+	if verr != nil {
+		errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidGGUF, verr))
+	}
 	for _, f := range man.Files {
 		path := filepath.Join(folder, f.Name)
 		b := base
@@ -85,11 +89,7 @@ func (m *Manager) Verify(ctx context.Context, name string, progress func(done, t
 		case f.Expected == "":
 			rep.Verified = false
 		}
-		if err := m.opts.Validate(path); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w: %v", f.Name, ErrInvalidGGUF, err))
-		} else {
-			vf.Valid = true
-		}
+		vf.Valid = verr == nil
 		rep.Files = append(rep.Files, vf)
 	}
 	if len(errs) > 0 {
@@ -105,15 +105,27 @@ func (m *Manager) Verify(ctx context.Context, name string, progress func(done, t
 	return rep, nil
 }
 
-// VerifyPath hashes any GGUF file and runs the validator on it (for
-// `strata verify FILE`). It returns the file's sha256.
-func (m *Manager) VerifyPath(ctx context.Context, path string, progress func(done, total int64)) (string, error) {
-	sum, err := download.HashFile(ctx, path, progress)
-	if err != nil {
-		return "", err
+// VerifyPath hashes a GGUF file (with all the parts of a split model whose
+// first part it is, found by name) and runs the validator on the model
+// (for `strata verify FILE`). It returns each file's sha256.
+func (m *Manager) VerifyPath(ctx context.Context, path string, progress func(done, total int64)) ([]VerifyFile, error) {
+	paths := []string{path}
+	if sm := splitRe.FindStringSubmatch(filepath.Base(path)); sm != nil && sm[2] == "00001" {
+		paths, _ = splitShards(path)
+	}
+	var out []VerifyFile
+	for _, p := range paths {
+		sum, err := download.HashFile(ctx, p, progress)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, VerifyFile{Name: p, SHA256: sum})
 	}
 	if err := m.opts.Validate(path); err != nil {
-		return sum, fmt.Errorf("%s: %w: %v", path, ErrInvalidGGUF, err)
+		return out, fmt.Errorf("%s: %w: %v", path, ErrInvalidGGUF, err)
 	}
-	return sum, nil
+	for i := range out {
+		out[i].Valid = true
+	}
+	return out, nil
 }

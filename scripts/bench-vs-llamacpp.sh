@@ -21,10 +21,12 @@
 # llama.cpp as the oracle builds from node-llama-cpp's source bundle
 # (cmake and a C++ compiler from Debian; GGML_OPENMP=OFF, or --poll is
 # ignored and OpenMP's threads wait their own way):
-#   git clone tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp
-#   cmake -S /tmp/llama.cpp -B /tmp/llama.cpp/build -DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF
-#   cmake --build /tmp/llama.cpp/build -j --target llama-bench
-#   LLAMA_BENCH=/tmp/llama.cpp/build/bin/llama-bench scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K_M IQ2_XS" "1 2"
+# (any folder outside the repository; never commit its source or binaries)
+#   src=$(mktemp -d)/llama.cpp
+#   git clone tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle "$src"
+#   cmake -S "$src" -B "$src/build" -DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF
+#   cmake --build "$src/build" -j --target llama-bench
+#   LLAMA_BENCH="$src/build/bin/llama-bench" scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K_M IQ2_XS" "1 2"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quants=${1:-"Q8_0 Q4_K"}

@@ -10,7 +10,7 @@ mode="${1:-run}"
 say() { printf 'deps: %s\n' "$*" >&2; }
 
 if ! command -v go >/dev/null 2>&1; then
-	say "Go is not installed: install Go 1.26 or newer from https://go.dev/dl and run this again."
+	say "Go is not installed: install Go 1.26.8 or newer (the go line of go.mod) from https://go.dev/dl and run this again."
 	exit 1
 fi
 

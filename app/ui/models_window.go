@@ -130,7 +130,11 @@ func (v *modelsView) row(e models.Entry, active bool) fyne.CanvasObject {
 		d.Wrapping = fyne.TextWrapWord
 		box.Add(d)
 	}
-	box.Add(widget.NewLabel(v.sizeText(e) + " · " + fitText(models.Classify(e, v.u.d.TotalRAM))))
+	if e.NeedsNewer {
+		box.Add(widget.NewLabel(v.sizeText(e))) // how it would fit says nothing: it cannot run
+	} else {
+		box.Add(widget.NewLabel(v.sizeText(e) + " · " + fitText(models.Classify(e, v.u.d.TotalRAM))))
+	}
 	box.Add(r.state)
 	if p := e.Progress; p != nil && (e.State == models.StateDownloading || e.State == models.StatePaused) {
 		r.progress = widget.NewProgressBar()
@@ -146,7 +150,9 @@ func (v *modelsView) row(e models.Entry, active bool) fyne.CanvasObject {
 	name := e.Name
 	switch e.State {
 	case models.StateAvailable:
-		btn(BtnDownload, func() { v.pull(name) })
+		if !e.NeedsNewer {
+			btn(BtnDownload, func() { v.pull(name) })
+		}
 	case models.StateDownloading:
 		btn(BtnPause, func() { v.act(name, "pause", v.u.d.Models.Pause) })
 		btn(BtnCancel, func() { v.act(name, "cancel", v.u.d.Models.Cancel) })
@@ -239,6 +245,9 @@ func (v *modelsView) stateText(e models.Entry) string {
 		if raw := v.failures[e.Name]; raw != "" {
 			return "Installed · " + friendly(raw)
 		}
+		if e.NeedsNewer {
+			return "Installed · needs a newer Strata: this version cannot run this kind of model yet"
+		}
 		if e.Verified {
 			return "Installed · verified"
 		}
@@ -246,6 +255,9 @@ func (v *modelsView) stateText(e models.Entry) string {
 	}
 	if raw := v.failures[e.Name]; raw != "" {
 		return "Not downloaded · " + friendly(raw)
+	}
+	if e.NeedsNewer {
+		return "Needs a newer Strata: this version cannot run this kind of model yet, so it cannot be downloaded"
 	}
 	return "Not downloaded"
 }
@@ -303,6 +315,8 @@ func friendly(raw string) string {
 	case strings.Contains(l, "dial") || strings.Contains(l, "connection") || strings.Contains(l, "timeout") ||
 		strings.Contains(l, "no such host") || strings.Contains(l, "network") || strings.Contains(l, "stall"):
 		return "Strata could not reach the download server. Check your internet connection and try again."
+	case strings.Contains(l, "needs a newer strata"):
+		return "this model needs a newer Strata: this version cannot run this kind of model yet."
 	case strings.Contains(l, "invalid name") || strings.Contains(l, "unknown model"):
 		return "that is not a model name, Hugging Face file or https link Strata knows."
 	}

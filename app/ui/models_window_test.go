@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/models/download"
@@ -175,4 +178,59 @@ func TestModelsWindowDownload(t *testing.T) {
 	u.locked(func() {
 		test.AssertImageMatches(t, "models.png", w.Canvas().Capture())
 	})
+}
+
+// An entry the engine cannot run says it needs a newer Strata and offers no
+// download.
+func TestModelsWindowNeedsNewerStrata(t *testing.T) {
+	cat, err := models.LoadCatalog([]byte(`{"version":1,"models":[
+		{"name":"next-test","display":"Next test model","description":"A qwen3next entry.",
+		"family":"test","arch":"qwen3next","quant":"Q4_K_M","approx_size_bytes":48500000000,
+		"ram_recommended_bytes":68719476736,"ram_min_bytes":17179869184,
+		"files":[{"url":"https://example.invalid/next-00001-of-00002.gguf","size":0,"sha256":""},
+		         {"url":"https://example.invalid/next-00002-of-00002.gguf","size":0,"sha256":""}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, nil)
+	mgr, err := models.NewManager(filepath.Join(fx.dirs.Data, "models"), models.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Close() })
+	fx.u.d.Models = mgr
+	fx.u.d.TotalRAM = 8 << 30
+	w := fx.u.ShowModels()
+	v := fx.u.modelsView
+	fx.u.locked(func() {
+		r := v.rows["next-test"]
+		if r == nil {
+			t.Fatal("no row for next-test")
+		}
+		if !strings.HasPrefix(r.state.Text, "Needs a newer Strata") {
+			t.Errorf("state %q", r.state.Text)
+		}
+		if len(r.buttons) != 0 {
+			t.Errorf("buttons %v, want none", r.buttons)
+		}
+	})
+	var texts []string
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			texts = append(texts, x.Text)
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		case *container.Scroll:
+			walk(x.Content)
+		}
+	}
+	fx.u.locked(func() { walk(w.Content()) })
+	all := strings.Join(texts, "\n")
+	if !strings.Contains(all, "Needs a newer Strata") || strings.Contains(all, "fits") || strings.Contains(all, "streaming") || strings.Contains(all, "too large") {
+		t.Errorf("window text:\n%s", all)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -117,8 +118,9 @@ const (
 )
 
 type tensorPart struct {
-	ref model.TensorRef
-	off int64 // file offset of expert 0
+	ref  model.TensorRef
+	file int   // index in Stream.files (the part of a split model holding it)
+	off  int64 // file offset of expert 0
 }
 
 // slot is one arena slot; its fields are guarded by Stream.mu.
@@ -151,7 +153,8 @@ type readJob struct {
 func key(layer, expert int) int64 { return int64(layer)<<32 | int64(expert) }
 
 // NewStream makes a provider for the experts layout describes in f,
-// reading them from the file at f.Name. Close it when done.
+// reading them from the files of f (every part of a split model). Close it
+// when done.
 func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*Stream, error) {
 	if opts.Readers <= 0 {
 		opts.Readers = 4
@@ -165,6 +168,7 @@ func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*S
 	// The slot size fits the largest expert of any layer, each tensor's
 	// bytes in an aligned superset range.
 	var slotBytes int64
+	var paths []string // the files holding experts, by index
 	s.layers = make([]streamLayer, len(layout.Layers))
 	for il, le := range layout.Layers {
 		if le == nil {
@@ -181,11 +185,15 @@ func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*S
 			if ref.PerExpert*int64(layout.Experts) != int64(t.Size) {
 				return nil, fmt.Errorf("experts: tensor %s holds %d bytes, want %d", ref.Name, t.Size, ref.PerExpert*int64(layout.Experts))
 			}
-			off := f.DataOffset + int64(t.Offset)
-			if off+int64(t.Size) > f.Size {
-				return nil, fmt.Errorf("experts: tensor %s ends at byte %d, past the end of the file (%d bytes)", ref.Name, off+int64(t.Size), f.Size)
+			path, off, size := f.Location(t)
+			if off+int64(t.Size) > size {
+				return nil, fmt.Errorf("experts: tensor %s ends at byte %d, past the end of %s (%d bytes)", ref.Name, off+int64(t.Size), path, size)
 			}
-			l.parts[i] = tensorPart{ref: ref, off: off}
+			fi := slices.Index(paths, path)
+			if fi < 0 {
+				fi, paths = len(paths), append(paths, path)
+			}
+			l.parts[i] = tensorPart{ref: ref, file: fi, off: off}
 			need += alignUp(ref.PerExpert+directAlign, directAlign)
 		}
 		slotBytes = max(slotBytes, need)
@@ -199,17 +207,24 @@ func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*S
 		return nil, fmt.Errorf("experts: allocate an arena of %d slots of %d bytes: %w", nslots, slotBytes, err)
 	}
 	s.arena, s.free = arena, free
-	file, direct, err := openDirect(f.Name)
-	if err != nil {
-		free()
-		return nil, fmt.Errorf("experts: %w", err)
+	s.direct = true
+	for _, p := range paths {
+		file, direct, err := openDirect(p)
+		if err != nil {
+			for _, f := range s.files {
+				f.Close()
+			}
+			free()
+			return nil, fmt.Errorf("experts: %w", err)
+		}
+		s.files = append(s.files, file)
+		s.direct = s.direct && direct
 	}
-	s.files, s.direct = []*os.File{file}, direct
 	s.slots = make([]slot, nslots)
 	for i := range s.slots {
 		s.slots[i] = slot{key: -1, base: i * int(slotBytes), prev: -1, next: -1}
 	}
-	s.stats.Slots, s.stats.SlotBytes, s.stats.Direct = nslots, slotBytes, direct
+	s.stats.Slots, s.stats.SlotBytes, s.stats.Direct = nslots, slotBytes, s.direct
 	s.fetch.s = s
 	for r := 0; r < opts.Readers; r++ {
 		s.wg.Add(1)
@@ -348,7 +363,7 @@ func (s *Stream) assign(i int32, layer, expert int, urgent bool) {
 		sl.views[t] = [2]int{dst + int(start-a0), dst + int(start-a0) + int(p.ref.PerExpert)}
 		for off := a0; off < a1; off += chunkBytes {
 			n := min(a1-off, chunkBytes)
-			job := readJob{slot: i, gen: sl.gen, off: off, dst: dst + int(off-a0), n: int(n), need: int(min(n, end-off))}
+			job := readJob{slot: i, gen: sl.gen, file: p.file, off: off, dst: dst + int(off-a0), n: int(n), need: int(min(n, end-off))}
 			if nj < len(jobs) {
 				jobs[nj] = job
 				nj++

@@ -44,8 +44,7 @@ func seedFiles(t testing.TB) map[string][]byte {
 	write("align8", w)
 
 	if *updateCorpus {
-		dir := testfix.FixturesDir(t)
-		f, err := Open(filepath.Join(dir, "tiny-qwen3moe-Q4_K_M.gguf"))
+		f, err := Open(testfix.Path(t, testfix.Qwen3MoEQ4_K_M))
 		if err != nil {
 			t.Fatal(err)
 		}

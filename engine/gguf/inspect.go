@@ -17,7 +17,8 @@ type Report struct {
 	Version      uint32     `json:"version"`
 	Architecture string     `json:"architecture"`
 	Alignment    uint64     `json:"alignment"`
-	FileBytes    int64      `json:"file_bytes"`
+	FileBytes    int64      `json:"file_bytes"`      // all parts of a split model
+	Parts        []string   `json:"parts,omitempty"` // the files of a split model
 	HParams      Params     `json:"hparams"`
 	Tokenizer    *Tokenizer `json:"tokenizer,omitempty"`
 	Tensors      []Tensor   `json:"tensors"`
@@ -146,6 +147,9 @@ func Inspect(f *File) Report {
 		Tensors:      make([]Tensor, 0, len(f.Tensors)),
 		TensorCount:  len(f.Tensors),
 	}
+	if parts := f.SplitParts(); len(parts) > 1 {
+		r.Parts = parts
+	}
 	archPrefix := r.Architecture + "."
 	for _, kv := range f.KV {
 		if strings.HasPrefix(kv.Key, "general.") || (r.Architecture != "" && strings.HasPrefix(kv.Key, archPrefix)) {
@@ -196,6 +200,9 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	p("file:\t%s\n", r.File)
 	p("format:\tGGUF v%d, alignment %d, %s\n", r.Version, r.Alignment, humanBytes(uint64(r.FileBytes)))
+	if len(r.Parts) > 1 {
+		p("split:\t%d parts\n", len(r.Parts))
+	}
 	p("architecture:\t%s\n", arch)
 	p("tensors:\t%d, %s\n", r.TensorCount, humanBytes(r.TensorBytes))
 	p("RAM minimum:\t%s, all but expert tensors\n", humanBytes(r.RAMMinBytes))

@@ -3,7 +3,6 @@ package gguf
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 )
 
 func TestInspectFixtures(t *testing.T) {
-	dir := testfix.FixturesDir(t)
 	tests := []struct {
 		file    string
 		arch    string
@@ -23,7 +21,7 @@ func TestInspectFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			f, err := Open(filepath.Join(dir, tt.file))
+			f, err := Open(testfix.Path(t, tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,8 +9,22 @@ import (
 )
 
 // Open reads the file at path into memory (this platform has no mmap
-// support here) and validates it with the same checks as Parse.
+// support here) and validates it with the same checks as Parse; for the
+// first part of a split model, all parts (see File).
 func Open(path string) (*File, error) {
+	f, err := OpenPart(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := openSplit(context.Background(), f, func(_ context.Context, p string) (*File, error) { return OpenPart(p) }); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// OpenPart is Open for exactly the file at path.
+func OpenPart(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)

@@ -82,19 +82,25 @@ type TensorInfo struct {
 	Name     string
 	Type     ggml.Type
 	Dims     []uint64 // ggml order: Dims[0] is the row length (fastest varying)
-	Offset   uint64   // relative to the start of the data section
+	Offset   uint64   // relative to the start of its part's data section
 	Size     uint64   // bytes
 	Elements uint64
+	Part     int // the split part holding the data (0 unless the model is split)
 }
 
 // File is a parsed and validated GGUF file. Its methods are safe for
 // concurrent use, except Close, which must not run concurrently with them.
+//
+// A File from Open or Load of the first part of a split model
+// (…-00001-of-0000N.gguf) is the whole model: the metadata of the first
+// part, the tensors of all parts (TensorInfo.Part says which holds the
+// data) and, in Size, the bytes of all parts.
 type File struct {
 	Name       string // path or name given to Open or Parse
 	Version    uint32
 	Alignment  uint64
-	DataOffset int64 // file offset of the data section
-	Size       int64 // file size in bytes
+	DataOffset int64 // file offset of the data section (of the first part)
+	Size       int64 // file size in bytes (of all parts)
 	KV         []KV
 	Tensors    []TensorInfo
 
@@ -102,6 +108,8 @@ type File struct {
 	tensorIndex map[string]int
 	data        []byte
 	unmap       func([]byte) error
+	split       splitMeta
+	parts       []*File // parts 2..N of a split model
 }
 
 // Parse validates data as a GGUF file and returns its description. name is
@@ -118,6 +126,7 @@ func Parse(data []byte, name string) (*File, error) {
 // Close releases the memory map of a File from Open. Views returned by Data
 // must not be used afterwards. Close on a File from Parse does nothing.
 func (f *File) Close() error {
+	perr := f.closeParts()
 	if f.unmap == nil {
 		f.data = nil
 		return nil
@@ -127,7 +136,7 @@ func (f *File) Close() error {
 	if err := unmap(data); err != nil {
 		return fmt.Errorf("gguf %s: unmap: %w", f.Name, err)
 	}
-	return nil
+	return perr
 }
 
 // Get returns the value of a metadata key.
@@ -208,12 +217,19 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 // Data returns the bytes of t, a view into the file (no copy). It returns
 // nil after Close. t must come from f.
 func (f *File) Data(t *TensorInfo) []byte {
-	if f.data == nil {
+	src := f
+	if t.Part > 0 {
+		if t.Part > len(f.parts) {
+			return nil
+		}
+		src = f.parts[t.Part-1]
+	}
+	if src.data == nil {
 		return nil
 	}
-	start := uint64(f.DataOffset) + t.Offset
+	start := uint64(src.DataOffset) + t.Offset
 	end := start + t.Size
-	return f.data[start:end:end]
+	return src.data[start:end:end]
 }
 
 // Expect returns the tensor name, which must exist with exactly dims (ggml
@@ -388,6 +404,12 @@ func (p *parser) parse() (*File, error) {
 		f.tensorIndex[t.Name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, t)
 	}
+
+	split, err := p.checkSplit(f)
+	if err != nil {
+		return nil, err
+	}
+	f.split = split
 
 	p.field = "data section"
 	dataOff := (uint64(p.off) + f.Alignment - 1) &^ (f.Alignment - 1)

@@ -17,7 +17,6 @@ import (
 )
 
 func TestFixtures(t *testing.T) {
-	dir := testfix.FixturesDir(t)
 	tests := []struct {
 		file     string
 		arch     string
@@ -31,7 +30,7 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			path := filepath.Join(dir, tt.file)
+			path := testfix.Path(t, tt.file)
 			f, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -419,7 +418,7 @@ func TestValueTypes(t *testing.T) {
 }
 
 func TestLoadReadsIntoMemory(t *testing.T) {
-	path := filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf")
+	path := testfix.Path(t, "tiny-qwen3moe-Q8_0.gguf")
 	mapped, err := Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 )
 
-//go:generate go run ./internal/gentables -header /tmp/llama.cpp/ggml/src/ggml-common.h -out iq_tables.go
+//go:generate go run ./internal/gentables -out iq_tables.go
 
 // Layout of the i-quant super-blocks (iqQK = 256 elements, like the K
 // quants) and of the Q8_K activation blocks they are dotted with.

@@ -44,10 +44,9 @@ func open(t *testing.T, path string) *gguf.File {
 // the fixtures written by llama.cpp's converter and quantizer with the same
 // shapes: same tensors (names, types, shapes) and metadata.
 func TestMatchesFixtures(t *testing.T) {
-	dir := testfix.FixturesDir(t)
 	for _, arch := range []string{synth.ArchQwen3MoE, synth.ArchQwen3Next} {
 		t.Run(arch, func(t *testing.T) {
-			ref := open(t, filepath.Join(dir, "tiny-"+arch+"-Q8_0.gguf"))
+			ref := open(t, testfix.Path(t, "tiny-"+arch+"-Q8_0.gguf"))
 			got := open(t, write(t, synth.Defaults(arch)))
 
 			tensors := func(f *gguf.File) []string {

@@ -20,7 +20,7 @@ import (
 
 func loadFixture(t testing.TB, name string) (*tokenizer.Tokenizer, string) {
 	t.Helper()
-	path := filepath.Join(testfix.FixturesDir(t), name)
+	path := testfix.Path(t, name)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func openVocab(t testing.TB, name, path string) vocabCase {
 // other pre-tokenizers and settings.
 func TestMatchesLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
-	fixture := filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf")
+	fixture := testfix.Path(t, "tiny-qwen3moe-Q8_0.gguf")
 	dir := t.TempDir()
 	synthPath := filepath.Join(dir, "synth-4096.gguf")
 	cfg := synth.Defaults("qwen3moe")
@@ -242,14 +242,10 @@ func TestMatchesLlamaCpp(t *testing.T) {
 // TestFixturesShareVocab checks that every fixture's tokenizer loads and
 // that they agree with each other (they were converted from one vocabulary).
 func TestFixturesShareVocab(t *testing.T) {
-	dir := testfix.FixturesDir(t)
-	paths, err := filepath.Glob(filepath.Join(dir, "*.gguf"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures in %s: %v", dir, err)
-	}
-	ref, _ := loadFixture(t, filepath.Base(paths[0]))
+	paths := testfix.GGUFs
+	ref, _ := loadFixture(t, paths[0])
 	for _, p := range paths[1:] {
-		tok, _ := loadFixture(t, filepath.Base(p))
+		tok, _ := loadFixture(t, p)
 		for _, s := range handCases {
 			if a, b := ref.Encode(s, true, true), tok.Encode(s, true, true); !slices.Equal(a, b) {
 				t.Errorf("%s vs %s: %q: %v vs %v", paths[0], p, s, a, b)

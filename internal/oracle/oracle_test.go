@@ -13,7 +13,7 @@ import (
 )
 
 func fixture(t *testing.T) string {
-	return filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf")
+	return testfix.Path(t, "tiny-qwen3moe-Q8_0.gguf")
 }
 
 // TestFixture runs every op kind against a fixture in one process and checks
@@ -156,14 +156,13 @@ func equal(a, b []int32) bool {
 // fails its own job only.
 func TestJobs(t *testing.T) {
 	o := oracle.Require(t)
-	dir := testfix.FixturesDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ops := []oracle.Op{oracle.Eval{Tokens: []int32{1, 2}, TopK: 2}}
 	jobs := []oracle.Job{
-		{Model: filepath.Join(dir, "tiny-qwen3moe-Q8_0.gguf"), Ops: ops},
-		{Model: filepath.Join(dir, "README.md"), Ops: ops},
-		{Model: filepath.Join(dir, "tiny-qwen3next-Q8_0.gguf"), Ops: ops},
+		{Model: testfix.Path(t, testfix.Qwen3MoEQ8_0), Ops: ops},
+		{Model: testfix.Path(t, "README.md"), Ops: ops},
+		{Model: testfix.Path(t, testfix.Qwen3NextQ8_0), Ops: ops},
 	}
 	res, err := o.RunJobs(ctx, jobs)
 	if err != nil {

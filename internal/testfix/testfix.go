@@ -1,31 +1,43 @@
-// Package testfix locates shared test fixtures (the GGUF files written by
-// llama.cpp's own tools) for tests across the module.
+// Package testfix locates the GGUF fixtures that llama.cpp's own tools
+// wrote (testdata/ at the module root, described in testdata/README.md), for
+// tests across the module. A missing fixture fails the test: it is part of
+// the repository, never optional.
 package testfix
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// FixturesDir returns the absolute path of the shared fixtures folder,
-// shared/fixtures in the parent of the module root (the folder holding
-// go.mod, found by walking up from the working directory). If it is absent
-// the test is skipped, or fails when the environment has CI=true.
-func FixturesDir(t testing.TB) string {
+// The fixtures in testdata/ (see its README.md).
+const (
+	Qwen3MoEQ8_0   = "tiny-qwen3moe-Q8_0.gguf"
+	Qwen3MoEQ4_K_M = "tiny-qwen3moe-Q4_K_M.gguf"
+	Qwen3NextQ8_0  = "tiny-qwen3next-Q8_0.gguf"
+)
+
+// GGUFs lists every GGUF fixture.
+var GGUFs = []string{Qwen3MoEQ8_0, Qwen3MoEQ4_K_M, Qwen3NextQ8_0}
+
+// Path returns the absolute path of the fixture file name in the module's
+// testdata/ folder (found by walking up from the working directory to the
+// folder holding go.mod). The test fails at once if the file is missing.
+func Path(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := fixturesDir()
+	p, err := path(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared fixtures: %v", err)
-		}
-		t.Skipf("shared fixtures not available: %v", err)
+		t.Fatalf("fixture %s: %v", name, err)
 	}
-	return dir
+	return p
 }
 
-func fixturesDir() (string, error) {
+func path(name string) (string, error) {
+	if name == "" || filepath.Base(name) != name {
+		return "", fmt.Errorf("%q is not a file name in testdata/", name)
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -34,15 +46,15 @@ func fixturesDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "fixtures")
-	st, err := os.Stat(dir)
+	p := filepath.Join(root, "testdata", name)
+	st, err := os.Stat(p)
 	if err != nil {
 		return "", err
 	}
-	if !st.IsDir() {
-		return "", errors.New(dir + " is not a directory")
+	if !st.Mode().IsRegular() {
+		return "", errors.New(p + " is not a regular file")
 	}
-	return dir, nil
+	return p, nil
 }
 
 // moduleRoot walks up from dir to the first folder holding go.mod.

@@ -3,17 +3,59 @@ package testfix
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-func TestFixturesDir(t *testing.T) {
-	dir := FixturesDir(t)
-	if !filepath.IsAbs(dir) {
-		t.Fatalf("FixturesDir = %q, want an absolute path", dir)
+func TestPath(t *testing.T) {
+	for _, name := range append([]string{"README.md"}, GGUFs...) {
+		p := Path(t, name)
+		if !filepath.IsAbs(p) || filepath.Base(filepath.Dir(p)) != "testdata" {
+			t.Errorf("Path(%q) = %q, want an absolute path in testdata/", name, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".gguf") && string(b[:4]) != "GGUF" {
+			t.Errorf("%s does not start with the GGUF magic", name)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Fatalf("fixtures folder has no README.md: %v", err)
+}
+
+func TestPathErrors(t *testing.T) {
+	for _, name := range []string{"", "no-such-fixture.gguf", "../go.mod", "sub/x.gguf"} {
+		if p, err := path(name); err == nil {
+			t.Errorf("path(%q) = %q, want an error", name, p)
+		}
 	}
+}
+
+// A missing fixture fails the test (never skips it).
+func TestPathMissingFails(t *testing.T) {
+	ft := &fatalTB{TB: t}
+	func() {
+		defer func() { recover() }()
+		Path(ft, "no-such-fixture.gguf")
+	}()
+	if !ft.failed || ft.skipped {
+		t.Errorf("missing fixture: failed=%v skipped=%v, want a failure", ft.failed, ft.skipped)
+	}
+}
+
+type fatalTB struct {
+	testing.TB
+	failed, skipped bool
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(string, ...any) {
+	f.failed = true
+	panic("fatal")
+}
+func (f *fatalTB) Skipf(string, ...any) {
+	f.skipped = true
+	panic("skip")
 }
 
 func TestModuleRoot(t *testing.T) {

@@ -2,7 +2,6 @@ package qwen3moe_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/strata-llm/strata/engine/cpu"
@@ -15,7 +14,7 @@ import (
 // TestDecodeAllocations: once the buffers have grown, a decode step
 // allocates nothing.
 func TestDecodeAllocations(t *testing.T) {
-	f, err := gguf.Open(filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf"))
+	f, err := gguf.Open(testfix.Path(t, "tiny-qwen3moe-Q8_0.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

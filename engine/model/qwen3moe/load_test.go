@@ -45,7 +45,7 @@ func rewrite(t *testing.T, src string, kv func(*gguf.KV) bool, tensor func(*gguf
 }
 
 func TestOpenRefusesBrokenModels(t *testing.T) {
-	src := filepath.Join(testfix.FixturesDir(t), "tiny-qwen3moe-Q8_0.gguf")
+	src := testfix.Path(t, "tiny-qwen3moe-Q8_0.gguf")
 	tests := []struct {
 		name   string
 		kv     func(*gguf.KV) bool

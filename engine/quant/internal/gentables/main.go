@@ -3,15 +3,22 @@
 // the GGML_TABLE_BEGIN/GGML_TABLE_END blocks of llama.cpp's
 // ggml/src/ggml-common.h.
 //
-// Usage:
+// Usage (from engine/quant; go generate runs the first):
 //
+//	go run ./internal/gentables -out iq_tables.go
 //	go run ./internal/gentables -header /path/to/ggml-common.h -out iq_tables.go
+//
+// Without -header it reads ggml-common.h from the llama.cpp source bundle of
+// the oracle's npm package (internal/llamasrc; scripts/deps.sh test installs
+// it).
 package main
 
 import (
 	"github.com/strata-llm/strata/engine/quant/internal/genfile"
+	"github.com/strata-llm/strata/internal/llamasrc"
 
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"go/format"
@@ -44,7 +51,7 @@ var tables = []table{
 }
 
 func main() {
-	header := flag.String("header", "/tmp/llama.cpp/ggml/src/ggml-common.h", "path of llama.cpp's ggml/src/ggml-common.h")
+	header := flag.String("header", "", "path of llama.cpp's ggml/src/ggml-common.h (default: read it from the oracle's source bundle)")
 	out := flag.String("out", "iq_tables.go", "Go file to write")
 	flag.Parse()
 	if err := run(*header, *out); err != nil {
@@ -53,7 +60,13 @@ func main() {
 }
 
 func run(header, out string) error {
-	src, err := os.ReadFile(header)
+	var src []byte
+	var err error
+	if header == "" {
+		src, err = llamasrc.ReadFile(context.Background(), "ggml/src/ggml-common.h")
+	} else {
+		src, err = os.ReadFile(header)
+	}
 	if err != nil {
 		return fmt.Errorf("read header: %w", err)
 	}
