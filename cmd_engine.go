@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/engine/gguf"
@@ -170,6 +171,7 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to `file` (go tool pprof)")
 	stream := fs.String("stream", "auto", "stream experts from the SSD: auto (when the model does not fit the memory this process may use), always, never")
 	cacheGB := fs.Float64("cache-gb", 0, "expert cache size in GB when streaming (0: what the process may use)")
+	ttftIdle := fs.Duration("ttft-idle", 0, "instead: time-to-first-token of a request after this idle time vs right after another, --reps times")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--stream auto|always|never] [--cache-gb G] [--cpuprofile F] [--json]")
 		fs.PrintDefaults()
@@ -191,6 +193,9 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if *ttftIdle > 0 {
+		return benchTTFT(ctx, env, eng, *pp, *ttftIdle, *reps, *asJSON)
+	}
 	if *cpuProfile != "" {
 		pf, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -245,4 +250,53 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchTTFT measures the time to first token of a prompt of pp tokens
+// right after another request (warm) and after idle (the engine wakes its
+// backend while it tokenizes), reps times each, and prints the medians.
+func benchTTFT(ctx context.Context, env *cmdEnv, eng *engine.Engine, pp int, idle time.Duration, reps int, asJSON bool) error {
+	toks := make([]int32, pp)
+	for i := range toks {
+		toks[i] = int32(1 + i*7919%1000)
+	}
+	ttft := func() (time.Duration, error) {
+		toks[0]++ // a new prompt each time: nothing reused
+		st, err := eng.Generate(ctx, engine.Request{Tokens: toks, Sampling: engine.Sampling{MaxTokens: 1}}, func(engine.Token) error { return nil })
+		return st.TimeToFirstToken, err
+	}
+	var warm, cold []float64
+	for r := 0; r < reps; r++ {
+		if _, err := ttft(); err != nil {
+			return err
+		}
+		w, err := ttft()
+		if err != nil {
+			return err
+		}
+		select {
+		case <-time.After(idle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c, err := ttft()
+		if err != nil {
+			return err
+		}
+		warm, cold = append(warm, w.Seconds()*1000), append(cold, c.Seconds()*1000)
+	}
+	out := struct {
+		IdleSeconds float64   `json:"idle_seconds"`
+		WarmMS      float64   `json:"warm_ttft_ms"`
+		IdleMS      float64   `json:"idle_ttft_ms"`
+		Ratio       float64   `json:"ratio"`
+		WarmSamples []float64 `json:"warm_samples_ms"`
+		IdleSamples []float64 `json:"idle_samples_ms"`
+	}{idle.Seconds(), median(warm), median(cold), median(cold) / median(warm), warm, cold}
+	if asJSON {
+		return json.NewEncoder(env.Stdout).Encode(out)
+	}
+	fmt.Fprintf(env.Stdout, "time to first token, %d-token prompt: %.1f ms warm, %.1f ms after %s idle (ratio %.2f)\n",
+		pp, out.WarmMS, out.IdleMS, idle, out.Ratio)
+	return nil
 }

@@ -99,6 +99,7 @@ type loaded struct {
 	stream *experts.Stream // nil unless experts are streamed
 	route  *routing.State  // the MoE layers' routing policy and telemetry
 	hist   *history        // nil unless a usage history is kept
+	idle   time.Time       // when the model last finished work
 	batch  model.Batch     // reused for decode steps
 	one    [1]int32
 
@@ -116,6 +117,31 @@ func (lm *loaded) forward(ctx context.Context, tokens []int32) ([]float32, error
 		return nil, err
 	}
 	return lm.batch.Out[0], nil
+}
+
+// wakeAfter is the idle time after which a request first wakes the
+// backend (see Backend.WarmUp) while its prompt is tokenized.
+const wakeAfter = 10 * time.Second
+
+// wake starts the backend's warm-up if the model has been idle for
+// wakeAfter; the returned function stops it and waits (idempotent).
+func (lm *loaded) wake() func() {
+	w, ok := lm.be.(interface{ WarmUp(stop <-chan struct{}) })
+	if !ok || time.Since(lm.idle) < wakeAfter {
+		return func() {}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		w.WarmUp(stop)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(stop)
+			<-done
+		})
+	}
 }
 
 // prefill forwards a prompt and returns its last row's logits. A batch
@@ -292,6 +318,7 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 		}
 	}
 	lm.sessBytes = lm.sessionBytes()
+	lm.idle = time.Now()
 	return lm, nil
 }
 
@@ -456,7 +483,10 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		lm.route.Policy = routing.CacheRoute{}
 	}
 	routed := lm.route.Stats
-	st, err := e.generate(ctx, lm, req, emit)
+	stopWarm := lm.wake()
+	st, err := e.generate(ctx, lm, req, emit, stopWarm)
+	stopWarm()
+	lm.idle = time.Now()
 	if lm.stream != nil {
 		st.Experts = expertStats(before, lm.stream.Stats(), st.Duration)
 	}
@@ -519,9 +549,10 @@ func (e *Engine) promptTokens(lm *loaded, req Request) ([]int32, error) {
 	}
 }
 
-func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit func(Token) error) (Stats, error) {
+func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit func(Token) error, stopWarm func()) (Stats, error) {
 	start := time.Now()
 	prompt, err := e.promptTokens(lm, req)
+	stopWarm() // the warm-up ran while the prompt was rendered and tokenized
 	if err != nil {
 		return Stats{}, err
 	}

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"fmt"
+	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/strata-llm/strata/engine/backend"
@@ -28,6 +30,9 @@ type Backend struct {
 	rows    rowOp
 	attn    attnTask
 	experts expertsOp
+
+	mats []*backend.Matrix // every matrix made, for WarmUp
+	warm warmTask
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -68,7 +73,9 @@ func (b *Backend) NewMatrix(t ggml.Type, data []byte, rows, cols int) (*backend.
 	if err != nil {
 		return nil, err
 	}
-	return &backend.Matrix{Type: t, Data: data, Rows: rows, Cols: cols, Impl: &w}, nil
+	m := &backend.Matrix{Type: t, Data: data, Rows: rows, Cols: cols, Impl: &w}
+	b.mats = append(b.mats, m)
+	return m, nil
 }
 
 // weight is the CPU handle of m.
@@ -307,4 +314,56 @@ func f16Bytes(h []uint16) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
+}
+
+// WarmUp keeps the worker threads awake, touching a byte of every page of
+// the dense weights (so pages the kernel dropped are read back and the
+// TLB and caches hold their tables), until stop is closed; it returns once
+// the pool is free again. The engine runs it on a request after an idle
+// spell, while the prompt is tokenized, so prefill starts on spinning
+// threads instead of parked ones.
+func (b *Backend) WarmUp(stop <-chan struct{}) {
+	b.warm.b = b
+	if len(b.warm.cum) != len(b.mats)+1 {
+		b.warm.cum = make([]int64, len(b.mats)+1)
+		for i, m := range b.mats {
+			b.warm.cum[i+1] = b.warm.cum[i] + int64(len(m.Data)+4095)/4096
+		}
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		b.pool.Run(b.pool.Threads(), &b.warm)
+	}
+}
+
+// warmTask touches pages of the dense weights, a stretch per item.
+type warmTask struct {
+	b    *Backend
+	cum  []int64 // cum[i]: pages of matrices before i; last: all pages
+	next atomic.Int64
+	sink atomic.Uint32
+}
+
+const warmPages = 256 // pages per item
+
+func (t *warmTask) Run(_, _ int) {
+	ms, cum := t.b.mats, t.cum
+	total := cum[len(cum)-1]
+	if total == 0 {
+		return
+	}
+	p := (t.next.Add(warmPages) - warmPages) % total
+	i := sort.Search(len(ms), func(i int) bool { return cum[i+1] > p })
+	var acc uint32
+	for n := 0; n < warmPages && i < len(ms); n++ {
+		acc += uint32(ms[i].Data[(p-cum[i])*4096])
+		if p++; p >= cum[i+1] {
+			i++
+		}
+	}
+	t.sink.Add(acc)
 }

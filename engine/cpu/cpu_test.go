@@ -196,3 +196,30 @@ func (c *countTask) Run(w, i int) {
 	}
 	c.hits[i].Add(1)
 }
+
+// TestWarmUpStops: WarmUp touches the dense weights' pages on the pool's
+// threads until stopped, and returns with the pool usable.
+func TestWarmUpStops(t *testing.T) {
+	be := cpu.NewBackend(2)
+	defer be.Close()
+	if _, err := be.NewMatrix(ggml.F32, make([]byte, 4*1024*300), 300, 1024); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		be.WarmUp(stop)
+		close(done)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WarmUp did not stop")
+	}
+	x := make([]float32, 8)
+	be.Softmax(x, 1, 8) // the pool still runs loops
+	if x[0] != 0.125 {
+		t.Fatalf("softmax after warm-up: %v", x)
+	}
+}
