@@ -35,6 +35,7 @@ func commands() []command {
 		{"tokenize", "print the token ids of a text", cmdTokenize},
 		{"eval", "print next-token probabilities at every position", cmdEval},
 		{"bench", "measure prefill and decode speed", cmdBench},
+		{"selftest", "check every Metal kernel against the CPU backend", cmdSelftest},
 		{"dev", "developer tools (dev synth: write a synthetic model)", cmdDev},
 		{"version", "print the version", cmdVersion},
 		{"help", "show this help", nil}, // handled by run

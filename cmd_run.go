@@ -19,6 +19,7 @@ func cmdRun(ctx context.Context, env *cmdEnv, args []string) error {
 	temp := fs.Float64("temperature", 0.8, "sampling temperature (0: greedy)")
 	seed := fs.Uint64("seed", 0, "random seed (0: random)")
 	threads := fs.Int("threads", 0, "threads (0: one per physical core)")
+	backendName := fs.String("backend", "cpu", "cpu, or metal (the GPU on a Mac after a kernel selftest; the emulator on Linux, slow)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	home := fs.String("home", "", "keep all files under `DIR` (for the demo model)")
 	if err := parseFlags(fs, args); err != nil {
@@ -49,7 +50,7 @@ func cmdRun(ctx context.Context, env *cmdEnv, args []string) error {
 		}
 		env.Log.Info("using the demo model (random weights: its text is gibberish)", "path", path)
 	}
-	eng := engine.New(engine.Options{Threads: *threads, Logger: env.Log})
+	eng := engine.New(engine.Options{Threads: *threads, Logger: env.Log, Backend: *backendName})
 	defer eng.Close()
 	if err := eng.Load(ctx, path); err != nil {
 		return err

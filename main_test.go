@@ -223,6 +223,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"serve", "--addr", "0.0.0.0:0", "--home", t.TempDir()}, 2, "", "not a loopback address"},
 		{[]string{"serve", "--addr", "nonsense", "--home", t.TempDir()}, 2, "", "HOST:PORT"},
 		{[]string{"inspect", filepath.Join(t.TempDir(), "missing.gguf")}, 1, "", "missing.gguf"},
+		{[]string{"selftest", "--help"}, 0, "", "usage: strata selftest"},
+		{[]string{"selftest", "extra"}, 2, "", "takes no arguments"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

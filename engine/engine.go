@@ -15,7 +15,6 @@ import (
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/chat"
-	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
@@ -67,6 +66,10 @@ type Options struct {
 	// Applies at the next Load.
 	HistoryDir string
 	Logger     *slog.Logger // nil: slog.Default()
+	// Backend runs the model's ops: "" or "cpu" the CPU; "metal" the
+	// Metal backend (the GPU on a Mac, the emulator on Linux), which must
+	// pass its kernel selftest first. Applies at the next Load.
+	Backend string
 }
 
 // Engine owns at most one loaded model and runs one generation at a time;
@@ -266,7 +269,10 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	be := cpu.NewBackend(opts.Threads)
+	be, err := newBackend(ctx, opts, e.log)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
 	defer func() {
 		if err != nil {
 			be.Close()

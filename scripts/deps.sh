@@ -44,6 +44,10 @@ Linux)
 			command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 			command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 			pkgs+=(xvfb dbus dbus-x11 x11-utils x11-apps)
+			# The Metal emulator (metal/internal/emu): clang 16 (Debian's
+			# clang 14 lacks _Float16 on x86), the sanitizer runtimes and the
+			# symbolizer that puts .metal lines in their reports.
+			pkgs+=(clang-16 libclang-rt-16-dev llvm-16)
 		fi
 		apt_install "${pkgs[@]}"
 	else

@@ -1,0 +1,397 @@
+package metal
+
+import (
+	"fmt"
+
+	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/routing"
+)
+
+// WeightType describes how the kernels read one ggml weight type.
+type WeightType struct {
+	Type      ggml.Type
+	BlockVals int // values per block
+	BlockSize int // bytes per block
+	suffix    string
+}
+
+var weightTypes = []WeightType{
+	{ggml.F32, 1, 4, "f32"}, {ggml.F16, 1, 2, "f16"}, {ggml.BF16, 1, 2, "bf16"},
+	{ggml.Q8_0, 32, 34, "q8_0"}, {ggml.Q4_0, 32, 18, "q4_0"},
+	{ggml.Q2_K, 256, 84, "q2_K"}, {ggml.Q3_K, 256, 110, "q3_K"}, {ggml.Q4_K, 256, 144, "q4_K"},
+	{ggml.Q5_K, 256, 176, "q5_K"}, {ggml.Q6_K, 256, 210, "q6_K"},
+	{ggml.IQ2_XXS, 256, 66, "iq2_xxs"}, {ggml.IQ2_XS, 256, 74, "iq2_xs"}, {ggml.IQ3_XXS, 256, 98, "iq3_xxs"},
+	{ggml.IQ4_XS, 256, 136, "iq4_xs"},
+}
+
+// WeightTypes lists the weight types the kernels support.
+func WeightTypes() []WeightType { return append([]WeightType(nil), weightTypes...) }
+
+func weightType(t ggml.Type) (WeightType, error) {
+	for _, w := range weightTypes {
+		if w.Type == t {
+			return w, nil
+		}
+	}
+	return WeightType{}, fmt.Errorf("weight type %s has no Metal kernel", t)
+}
+
+// RowBytes is the size of a row of n values.
+func (w WeightType) RowBytes(n int) int { return n / w.BlockVals * w.BlockSize }
+
+// MatVecKernel is the mat-vec kernel's name for t.
+func MatVecKernel(t ggml.Type) string {
+	w, err := weightType(t)
+	if err != nil {
+		return ""
+	}
+	return "kernel_mv_" + w.suffix
+}
+
+// Geometry of the mat-vec kernels (their function constants 0 and 1).
+type MatVecGeometry struct {
+	NSG int // simdgroups per threadgroup (1..32)
+	NR  int // rows per simdgroup (1..4)
+}
+
+// DefaultMatVec is the geometry used when none is given.
+var DefaultMatVec = MatVecGeometry{NSG: 4, NR: 2}
+
+func (g MatVecGeometry) check() error {
+	if g.NSG < 1 || g.NSG > MaxThreadsPerTG/SimdWidth || g.NR < 1 || g.NR > 4 {
+		return fmt.Errorf("mat-vec geometry %+v: NSG 1..32, NR 1..4", g)
+	}
+	return nil
+}
+
+// MatVec is y = W·x for one matrix of rows×cols values of type T, or (N >
+// 1) for N matrices at once, selected either densely (matrix i at byte
+// i·MatBytes of W) or through a slot map (matrix i at
+// W + Slots[IDs[i]]·SlotBytes + WOff: experts in the arena).
+type MatVec struct {
+	T          ggml.Type
+	Rows, Cols int
+	N          int // matrices (grid.y); 0 means 1
+	W, X, Y    BufRef
+	XStride    int // floats between the inputs of the matrices (0: one shared input)
+	YStride    int // floats between their outputs (0: Rows)
+	MatBytes   int
+	IDs, Slots *BufRef // slot mode when both are set
+	SlotBytes  int
+	WOff       int
+	Geometry   MatVecGeometry // zero: DefaultMatVec
+}
+
+// Encode appends the dispatch to c.
+func (m MatVec) Encode(c *Commands) {
+	wt, err := weightType(m.T)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	g := m.Geometry
+	if g == (MatVecGeometry{}) {
+		g = DefaultMatVec
+	}
+	if err := g.check(); err != nil {
+		c.fail(err)
+		return
+	}
+	if m.Cols%32 != 0 || m.Cols%wt.BlockVals != 0 || m.Rows <= 0 {
+		c.fail(fmt.Errorf("mat-vec %s: %d×%d: columns must be a multiple of 32 and of the block size %d", m.T, m.Rows, m.Cols, wt.BlockVals))
+		return
+	}
+	n := max(m.N, 1)
+	ys := m.YStride
+	if ys == 0 {
+		ys = m.Rows
+	}
+	slots := uint32(0)
+	if m.IDs != nil && m.Slots != nil {
+		slots = 1
+	}
+	a := (&argBuilder{}).u32(uint32(m.Cols)).u32(uint32(m.Rows)).u64(uint64(wt.RowBytes(m.Cols))).
+		u64(uint64(m.MatBytes)).u32(uint32(m.XStride)).u32(uint32(ys)).u32(slots).u32(0).
+		u64(uint64(m.SlotBytes)).u64(uint64(m.WOff)).bytes()
+	rowsPerTG := g.NSG * g.NR
+	bufs := map[int]BufRef{1: m.W, 2: m.X, 3: m.Y, 4: m.X, 5: m.X}
+	if slots == 1 {
+		bufs[4], bufs[5] = *m.IDs, *m.Slots
+	}
+	c.Dispatch(Dispatch{
+		Kernel: "kernel_mv_" + wt.suffix, FC: map[int]int32{0: int32(g.NSG), 1: int32(g.NR)},
+		Grid: [3]uint32{uint32((m.Rows + rowsPerTG - 1) / rowsPerTG), uint32(n), 1}, TG: [3]uint32{uint32(SimdWidth * g.NSG), 1, 1},
+		Bufs: bufs, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 36,
+	})
+}
+
+// GetRows writes the dequantized rows IDs[0..N) of W (rows of Cols values
+// of type T) to Out.
+type GetRows struct {
+	T           ggml.Type
+	Cols, N     int
+	W, IDs, Out BufRef
+}
+
+// Encode appends the dispatch to c.
+func (g GetRows) Encode(c *Commands) {
+	wt, err := weightType(g.T)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if g.Cols%32 != 0 || g.Cols%wt.BlockVals != 0 {
+		c.fail(fmt.Errorf("get_rows %s: %d columns", g.T, g.Cols))
+		return
+	}
+	a := (&argBuilder{}).u32(uint32(g.Cols)).u64(uint64(wt.RowBytes(g.Cols))).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_get_rows_" + wt.suffix, Grid: [3]uint32{uint32(g.N), 1, 1}, TG: [3]uint32{SimdWidth, 1, 1},
+		Bufs: map[int]BufRef{1: g.W, 2: g.IDs, 3: g.Out}, Bytes: map[int][]byte{0: a}, SplitOff: -1})
+}
+
+// reduceThreads is the threadgroup size for a per-row reduction over n
+// values: a multiple of the SIMD width, at most 1024.
+func reduceThreads(n int) int {
+	t := (n + SimdWidth - 1) / SimdWidth * SimdWidth
+	return min(max(t, SimdWidth), 256)
+}
+
+// RMSNorm writes x·w/sqrt(mean(x²)+eps) for Rows rows of N values (rows
+// XStride apart, 0: N) from X to Out (which may be X); W has N values.
+type RMSNorm struct {
+	N, Rows, XStride int
+	Eps              float32
+	X, W, Out        BufRef
+}
+
+// Encode appends the dispatch to c.
+func (r RMSNorm) Encode(c *Commands) {
+	st := r.XStride
+	if st == 0 {
+		st = r.N
+	}
+	t := reduceThreads(r.N)
+	a := (&argBuilder{}).u32(uint32(r.N)).f32(r.Eps).u32(uint32(st)).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_rms_norm", Grid: [3]uint32{uint32(r.Rows), 1, 1}, TG: [3]uint32{uint32(t), 1, 1},
+		Bufs: map[int]BufRef{1: r.X, 2: r.W, 3: r.Out}, Bytes: map[int][]byte{0: a},
+		TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
+}
+
+func tgMem(n int) int { return (n + tgMemGranularity - 1) / tgMemGranularity * tgMemGranularity }
+
+// Rope rotates Heads heads of HeadDim values in X, in place, NEOX style,
+// at the position in Pos (one int32).
+type Rope struct {
+	HeadDim, Heads, Dims           int
+	FreqBase, FreqScale, ExtFactor float32
+	AttnFactor                     float32
+	Corr                           [2]float32 // YaRN correction dims (ExtFactor ≠ 0)
+	X, Pos                         BufRef
+}
+
+// Encode appends the dispatch to c.
+func (r Rope) Encode(c *Commands) {
+	if r.Dims%2 != 0 || r.Dims > r.HeadDim || r.Dims/2 > MaxThreadsPerTG {
+		c.fail(fmt.Errorf("rope: %d rotated dims of %d", r.Dims, r.HeadDim))
+		return
+	}
+	a := (&argBuilder{}).u32(uint32(r.HeadDim)).u32(uint32(r.Dims)).f32(r.FreqBase).f32(r.FreqScale).
+		f32(r.ExtFactor).f32(r.AttnFactor).f32(r.Corr[0]).f32(r.Corr[1]).bytes()
+	t := (r.Dims/2 + SimdWidth - 1) / SimdWidth * SimdWidth
+	c.Dispatch(Dispatch{Kernel: "kernel_rope_neox", Grid: [3]uint32{uint32(r.Heads), 1, 1}, TG: [3]uint32{uint32(t), 1, 1},
+		Bufs: map[int]BufRef{1: r.X, 2: r.Pos}, Bytes: map[int][]byte{0: a}, SplitOff: -1})
+}
+
+// KVStore writes Rows rows of K and V (KVDim floats each) as F16 into the
+// caches at positions Pos, Pos+1, ...: K as [nCtx][KVDim]; V the same, or
+// (VTrans = nCtx) transposed, KVDim rows of nCtx positions.
+type KVStore struct {
+	KVDim, Rows, VTrans int
+	K, V, KC, VC, Pos   BufRef
+}
+
+// Encode appends the dispatch to c.
+func (k KVStore) Encode(c *Commands) {
+	a := (&argBuilder{}).u32(uint32(k.KVDim)).u32(0).u32(uint32(k.VTrans)).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_kv_store", Grid: [3]uint32{uint32((k.KVDim + 255) / 256), uint32(max(k.Rows, 1)), 1}, TG: [3]uint32{256, 1, 1},
+		Bufs: map[int]BufRef{1: k.K, 2: k.V, 3: k.KC, 4: k.VC, 5: k.Pos}, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 4})
+}
+
+// Attention is causal attention of Rows (0: 1) new positions Pos, Pos+1,
+// ... for Heads query heads over the F16 caches (V laid out as KVStore's
+// VTrans says), with scratch Scores of Rows×Heads×NCtx floats.
+type Attention struct {
+	HeadDim, Heads, HeadsKV, NCtx int
+	Rows, VTrans                  int
+	Scale                         float32
+	Q, KC, VC, Scores, Out, Pos   BufRef
+}
+
+// Encode appends the dispatch to c.
+func (at Attention) Encode(c *Commands) {
+	if at.HeadsKV <= 0 || at.Heads%at.HeadsKV != 0 {
+		c.fail(fmt.Errorf("attention: %d heads over %d KV heads", at.Heads, at.HeadsKV))
+		return
+	}
+	a := (&argBuilder{}).u32(uint32(at.HeadDim)).u32(uint32(at.Heads / at.HeadsKV)).u32(uint32(at.HeadsKV * at.HeadDim)).
+		u32(uint32(at.NCtx)).f32(at.Scale).u32(uint32(at.VTrans)).u32(uint32(at.Heads * at.HeadDim)).bytes()
+	const t = 256
+	c.Dispatch(Dispatch{Kernel: "kernel_attn_decode", Grid: [3]uint32{uint32(at.Heads), uint32(max(at.Rows, 1)), 1}, TG: [3]uint32{t, 1, 1},
+		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Scores, 5: at.Out, 6: at.Pos},
+		Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
+}
+
+// Softmax replaces each of Rows rows of N floats in X by its softmax.
+type Softmax struct {
+	N, Rows int
+	X       BufRef
+}
+
+// Encode appends the dispatch to c.
+func (s Softmax) Encode(c *Commands) {
+	t := reduceThreads(s.N)
+	c.Dispatch(Dispatch{Kernel: "kernel_softmax", Grid: [3]uint32{uint32(s.Rows), 1, 1}, TG: [3]uint32{uint32(t), 1, 1},
+		Bufs: map[int]BufRef{1: s.X}, Bytes: map[int][]byte{0: (&argBuilder{}).u32(uint32(s.N)).bytes()},
+		TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
+}
+
+// Router picks each of Tokens tokens' K experts from its Experts logits
+// (replaced by their softmax): IDs (int32) best first, Weights their
+// probabilities renormalised and multiplied by Scale (0 or 1: none). With
+// Cache enabled it applies engine/routing's cache-aware rule (MoCE in a
+// max-rank window) given Resident (one int32 per expert, non-zero:
+// resident), with float32 scores where the CPU's are float64.
+type Router struct {
+	Experts, K, Tokens   int
+	Scale                float32
+	Logits, IDs, Weights BufRef
+	Cache                routing.CacheRoute
+	Resident             BufRef
+}
+
+// Encode appends the dispatch to c.
+func (r Router) Encode(c *Commands) {
+	if r.Experts > 32*32 || r.K > 32 || r.K > r.Experts || r.K < 1 {
+		c.fail(fmt.Errorf("router: top %d of %d experts (at most 32 of 1024)", r.K, r.Experts))
+		return
+	}
+	if r.Cache.Enabled {
+		if err := r.Cache.Validate(r.K, r.Experts); err != nil {
+			c.fail(err)
+			return
+		}
+		a := (&argBuilder{}).u32(uint32(r.Experts)).u32(uint32(r.K)).f32(r.Scale).f32(float32(r.Cache.Lambda)).
+			u32(uint32(r.Cache.ProtectedTop)).u32(uint32(r.Cache.AlwaysKept)).u32(uint32(r.Cache.MaxRank)).f32(float32(r.Cache.MaxMass)).bytes()
+		c.Dispatch(Dispatch{Kernel: "kernel_router_cache", Grid: [3]uint32{uint32(max(r.Tokens, 1)), 1, 1}, TG: [3]uint32{SimdWidth, 1, 1},
+			Bufs:  map[int]BufRef{1: r.Logits, 2: r.IDs, 3: r.Weights, 4: r.Resident},
+			Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * r.Experts), 1: tgMem(4 * r.Experts)}, SplitOff: -1})
+		return
+	}
+	a := (&argBuilder{}).u32(uint32(r.Experts)).u32(uint32(r.K)).f32(r.Scale).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_router", Grid: [3]uint32{uint32(max(r.Tokens, 1)), 1, 1}, TG: [3]uint32{SimdWidth, 1, 1},
+		Bufs: map[int]BufRef{1: r.Logits, 2: r.IDs, 3: r.Weights}, Bytes: map[int][]byte{0: a}, SplitOff: -1})
+}
+
+func elementwise(c *Commands, kernel string, n int, bufs map[int]BufRef) {
+	a := (&argBuilder{}).u32(uint32(n)).u32(0).bytes()
+	c.Dispatch(Dispatch{Kernel: kernel, Grid: [3]uint32{uint32((n + 255) / 256), 1, 1}, TG: [3]uint32{256, 1, 1},
+		Bufs: bufs, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 4})
+}
+
+// SwiGLU writes silu(Gate)·Up (N floats) to Out.
+type SwiGLU struct {
+	N             int
+	Gate, Up, Out BufRef
+}
+
+// Encode appends the dispatch to c.
+func (s SwiGLU) Encode(c *Commands) {
+	elementwise(c, "kernel_swiglu", s.N, map[int]BufRef{1: s.Gate, 2: s.Up, 3: s.Out})
+}
+
+// Add adds Y into X (N floats).
+type Add struct {
+	N    int
+	X, Y BufRef
+}
+
+// Encode appends the dispatch to c.
+func (s Add) Encode(c *Commands) { elementwise(c, "kernel_add", s.N, map[int]BufRef{1: s.X, 2: s.Y}) }
+
+// Combine adds to X (Embd floats) the K expert outputs Down ([K][Embd])
+// weighted by Weights.
+type Combine struct {
+	Embd, K          int
+	X, Down, Weights BufRef
+}
+
+// Encode appends the dispatch to c.
+func (s Combine) Encode(c *Commands) {
+	a := (&argBuilder{}).u32(uint32(s.Embd)).u32(uint32(s.K)).u32(0).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_moe_combine", Grid: [3]uint32{uint32((s.Embd + 255) / 256), 1, 1}, TG: [3]uint32{256, 1, 1},
+		Bufs: map[int]BufRef{1: s.X, 2: s.Down, 3: s.Weights}, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 8})
+}
+
+// NormRope applies to each of Heads heads of HeadDim in each of Rows rows
+// of X, in place, an RMSNorm with W (skipped when W.Buf is nil) and NEOX
+// RoPE over RopeDims dimensions with row r's cos/sin at CS[r·RopeDims:]
+// (skipped when RopeDims is 0).
+type NormRope struct {
+	HeadDim, Heads, Rows, RopeDims int
+	Eps                            float32
+	X, W, CS                       BufRef
+}
+
+// Encode appends the dispatch to c.
+func (n NormRope) Encode(c *Commands) {
+	hasW := uint32(0)
+	w, cs := n.W, n.CS
+	if w.Buf != nil {
+		hasW = 1
+	} else {
+		w = n.X
+	}
+	if cs.Buf == nil {
+		cs = n.X
+	}
+	t := reduceThreads(n.HeadDim)
+	a := (&argBuilder{}).u32(uint32(n.HeadDim)).u32(uint32(n.Heads)).u32(uint32(n.RopeDims)).u32(hasW).f32(n.Eps).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_norm_rope", Grid: [3]uint32{uint32(n.Heads), uint32(n.Rows), 1}, TG: [3]uint32{uint32(t), 1, 1},
+		Bufs: map[int]BufRef{1: n.X, 2: w, 3: cs}, Bytes: map[int][]byte{0: a},
+		TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
+}
+
+// Axpy is Y = W·X (Accumulate false) or Y += W·X over N floats.
+type Axpy struct {
+	N          int
+	W          float32
+	Accumulate bool
+	Y, X       BufRef
+}
+
+// Encode appends the dispatch to c.
+func (x Axpy) Encode(c *Commands) {
+	acc := uint32(0)
+	if x.Accumulate {
+		acc = 1
+	}
+	a := (&argBuilder{}).u32(uint32(x.N)).u32(0).f32(x.W).u32(acc).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_axpy", Grid: [3]uint32{uint32((x.N + 255) / 256), 1, 1}, TG: [3]uint32{256, 1, 1},
+		Bufs: map[int]BufRef{1: x.Y, 2: x.X}, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 4})
+}
+
+func (c *Commands) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// kernelNames lists every kernel the geometry code dispatches.
+func kernelNames() []string {
+	var out []string
+	for _, w := range weightTypes {
+		out = append(out, "kernel_mv_"+w.suffix, "kernel_get_rows_"+w.suffix)
+	}
+	return append(out, "kernel_rms_norm", "kernel_rope_neox", "kernel_kv_store", "kernel_attn_decode",
+		"kernel_softmax", "kernel_router", "kernel_swiglu", "kernel_add", "kernel_moe_combine", "kernel_norm_rope", "kernel_axpy", "kernel_router_cache")
+}
