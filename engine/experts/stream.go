@@ -30,7 +30,10 @@ type StreamOptions struct {
 	// Budget is the arena's size in bytes; at least one expert's slot is
 	// always allocated.
 	Budget int64
-	// Readers is the number of I/O goroutines; 0: 4.
+	// Readers is the number of I/O goroutines; 0: 8. An NVMe drive serves
+	// several reads at once: on this machine's virtual disk, 8 readers of
+	// 1 MiB reads read a 30B-shaped model's misses at 410–530 MB/s against
+	// 370–470 MB/s for 4 (under load from other work: noisy).
 	Readers int
 	// UrgentReaders of them take only urgent reads (experts a layer needs
 	// now), so read-ahead never delays a miss; 0: 1 (at most Readers-1).
@@ -157,7 +160,7 @@ func key(layer, expert int) int64 { return int64(layer)<<32 | int64(expert) }
 // when done.
 func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*Stream, error) {
 	if opts.Readers <= 0 {
-		opts.Readers = 4
+		opts.Readers = 8
 	}
 	if opts.UrgentReaders <= 0 {
 		opts.UrgentReaders = 1
