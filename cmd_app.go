@@ -34,6 +34,7 @@ func cmdApp(ctx context.Context, env *cmdEnv, args []string) error {
 
 	err = desktop.Run(ctx, desktop.Parts{
 		Engine:          p.engine,
+		Runner:          p.runner,
 		Settings:        p.settings,
 		SettingsNotice:  p.notice,
 		Models:          p.models,

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-llm/strata/api"
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/internal/logfile"
+	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/internal/settings"
 	"github.com/strata-llm/strata/internal/token"
 	"github.com/strata-llm/strata/models"
@@ -38,6 +39,7 @@ type program struct {
 	settings *settings.Store
 	token    *token.Store
 	engine   *engine.Engine
+	runner   *runner.Runner // the model lifecycle, shared by the API and the menu bar
 	models   *models.Manager
 	api      *api.Server
 	notice   string // from loading the settings (a bad file set aside), for the settings window
@@ -90,17 +92,24 @@ func openProgram(env *cmdEnv, opts programOptions) (p *program, err error) {
 	if p.models, err = openModels(env); err != nil {
 		return nil, err
 	}
-	p.api, err = api.New(api.Config{
+	if p.runner, err = runner.New(runner.Config{
 		Engine:       p.engine,
+		DefaultModel: p.defaultModel,
+		KeepAlive:    p.keepAlive,
+		Logger:       p.log.With("component", "runner"),
+	}); err != nil {
+		return nil, err
+	}
+	p.api, err = api.New(api.Config{
+		Runner:       p.runner,
 		Tokens:       p.token,
 		Settings:     api.SettingsStore(st),
 		Models:       api.ModelManager(p.models),
 		OnSelect:     p.selected,
 		Logger:       p.log.With("component", "api"),
 		Version:      version,
-		DefaultModel: p.defaultModel,
-		KeepAlive:    p.keepAlive,
 		AllowedHosts: hosts,
+		Origins:      func() []string { return p.settings.Get().Browser.AllowedOrigins.List() },
 	})
 	if err != nil {
 		return nil, err
@@ -259,18 +268,15 @@ func (p *program) serveAPI(ctx context.Context, l net.Listener, load bool) error
 // loadDefault loads the default model, logging a failure (the API stays
 // up without a model and says so).
 func (p *program) loadDefault(ctx context.Context) {
-	path, err := p.defaultModel(ctx)
-	if err == nil {
-		err = p.engine.Load(ctx, path)
-	}
-	if err != nil && ctx.Err() == nil {
+	if err := p.runner.Start(ctx, ""); err != nil && ctx.Err() == nil {
 		p.log.Error("loading the model failed; the API is up without one", "err", err)
 	}
 }
 
-// watchSettings applies settings changes: threads and context length to
-// the engine's next model load, and logs that the API's port and network
-// access apply when Strata starts next. Keep-alive applies at once.
+// watchSettings applies settings changes: threads and context length
+// reload the loaded model (after the queued generations), and it logs that
+// the API's port and network access apply when Strata starts next.
+// Keep-alive applies from the next request on.
 func (p *program) watchSettings(ctx context.Context) {
 	ch, stop := p.settings.Subscribe()
 	defer stop()
@@ -285,8 +291,13 @@ func (p *program) watchSettings(ctx context.Context) {
 			}
 			if s.Advanced != first.Advanced {
 				p.engine.SetOptions(engine.Options{Threads: s.Advanced.Threads, ContextLength: s.Advanced.ContextLength})
-				p.log.Info("settings changed: threads and context length apply when the model is next loaded",
+				p.log.Info("settings changed: reloading the model with the new threads and context length",
 					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength)
+				go func() {
+					if err := p.runner.Reload(ctx); err != nil && ctx.Err() == nil {
+						p.log.Error("reloading the model after a settings change", "err", err)
+					}
+				}()
 			}
 			if s.API != first.API {
 				p.log.Info("settings changed: the API address applies when Strata starts next")
@@ -302,6 +313,9 @@ func (p *program) close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		p.api.Shutdown(ctx)
 		cancel()
+	}
+	if p.runner != nil {
+		p.runner.Close()
 	}
 	if p.engine != nil {
 		p.engine.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-llm/strata/api"
 	"github.com/strata-llm/strata/api/client"
 	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/internal/settings"
 	"github.com/strata-llm/strata/internal/token"
 )
@@ -54,6 +55,7 @@ type harness struct {
 	t        *testing.T
 	srv      *api.Server
 	eng      *engine.Engine
+	run      *runner.Runner
 	tok      *token.Store
 	settings *settings.Store
 	addr     string // 127.0.0.1:PORT
@@ -63,8 +65,26 @@ type harness struct {
 
 func start(t *testing.T, mod func(*api.Config)) *harness {
 	t.Helper()
-	eng := engine.New(engine.Options{Threads: 2, ContextLength: 512, Logger: quietLogger()})
-	if err := eng.Load(context.Background(), demoPath); err != nil {
+	return startWith(t, nil, mod)
+}
+
+// startWith also lets the test configure the runner (queue, keep-alive).
+func startWith(t *testing.T, rmod func(*runner.Config), mod func(*api.Config)) *harness {
+	t.Helper()
+	eng := engine.New(engine.Options{Threads: 2, ContextLength: 1024, Logger: quietLogger()})
+	rcfg := runner.Config{
+		Engine:       eng,
+		DefaultModel: func(context.Context) (string, error) { return demoPath, nil },
+		Logger:       quietLogger(),
+	}
+	if rmod != nil {
+		rmod(&rcfg)
+	}
+	run, err := runner.New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(context.Background(), demoPath); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -77,12 +97,11 @@ func start(t *testing.T, mod func(*api.Config)) *harness {
 		t.Fatal(err)
 	}
 	cfg := api.Config{
-		Engine:       eng,
-		Tokens:       tok,
-		Settings:     api.SettingsStore(st),
-		Logger:       quietLogger(),
-		Version:      "test",
-		DefaultModel: func(context.Context) (string, error) { return demoPath, nil },
+		Runner:   run,
+		Tokens:   tok,
+		Settings: api.SettingsStore(st),
+		Logger:   quietLogger(),
+		Version:  "test",
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -95,7 +114,7 @@ func start(t *testing.T, mod func(*api.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, srv: srv, eng: eng, tok: tok, settings: st, addr: l.Addr().String(), served: make(chan error, 1)}
+	h := &harness{t: t, srv: srv, eng: eng, run: run, tok: tok, settings: st, addr: l.Addr().String(), served: make(chan error, 1)}
 	go func() { h.served <- srv.Serve(l) }()
 	t.Cleanup(h.stop)
 	return h
@@ -114,6 +133,7 @@ func (h *harness) doStop() {
 	case <-ctx.Done():
 		h.t.Error("Serve did not return after Shutdown")
 	}
+	h.run.Close()
 	h.eng.Close()
 }
 

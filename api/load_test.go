@@ -13,6 +13,7 @@ import (
 	"github.com/strata-llm/strata/api"
 	"github.com/strata-llm/strata/api/client"
 	"github.com/strata-llm/strata/api/protocol"
+	"github.com/strata-llm/strata/internal/runner"
 )
 
 func openFDs(t *testing.T) int {
@@ -36,9 +37,8 @@ func TestLoad100Clients(t *testing.T) {
 	goBefore := runtime.NumGoroutine()
 
 	func() {
-		h := start(t, func(c *api.Config) {
+		h := startWith(t, func(c *runner.Config) { c.MaxQueue = maxQueue }, func(c *api.Config) {
 			c.MaxConnections = clients
-			c.MaxQueue = maxQueue
 		})
 		defer h.stop()
 		ctx := ctxT(t, 5*time.Minute)

@@ -84,8 +84,20 @@ func (s *Server) checkOrigin(next http.Handler) http.Handler {
 	})
 }
 
+// originAllowed matches exact origins (scheme and host compared without
+// case, as browsers send them in lower case).
 func (s *Server) originAllowed(origin string) bool {
-	return slices.Contains(s.cfg.AllowedOrigins, strings.TrimSuffix(origin, "/"))
+	o := strings.ToLower(strings.TrimSuffix(origin, "/"))
+	if o == "" || o == "null" {
+		return false
+	}
+	match := func(list []string) bool {
+		return slices.ContainsFunc(list, func(a string) bool { return strings.ToLower(strings.TrimSuffix(a, "/")) == o })
+	}
+	if match(s.cfg.AllowedOrigins) {
+		return true
+	}
+	return s.cfg.Origins != nil && match(s.cfg.Origins())
 }
 
 // requireToken checks Authorization: Bearer on every request. The

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-llm/strata/api/protocol"
 	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/chat"
 )
 
 // The OpenAI-compatible endpoints. Fields Strata does not know are
@@ -93,16 +94,34 @@ type oaCommon struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	KeepAlive *protocol.KeepAlive `json:"keep_alive"` // extension, as Ollama
+	KeepAlive      *protocol.KeepAlive      `json:"keep_alive"` // extension, as Ollama
+	ResponseFormat *protocol.ResponseFormat `json:"response_format"`
 }
 
 type oaChatRequest struct {
 	oaCommon
 	Stop     stringList `json:"stop"`
 	Messages []struct {
-		Role    string    `json:"role"`
-		Content oaContent `json:"content"`
+		Role       string              `json:"role"`
+		Content    oaContent           `json:"content"`
+		ToolCalls  []protocol.ToolCall `json:"tool_calls"`
+		ToolCallID string              `json:"tool_call_id"`
+		Name       string              `json:"name"`
 	} `json:"messages"`
+	Tools      []json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage   `json:"tool_choice"`
+}
+
+// engineMessages converts protocol messages for the engine.
+func engineMessages(ms []protocol.Message) []engine.Message {
+	out := make([]engine.Message, len(ms))
+	for i, m := range ms {
+		out[i] = engine.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, c := range m.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+	}
+	return out
 }
 
 type oaCompletionRequest struct {
@@ -121,6 +140,7 @@ func (c *oaCommon) options(stop stringList) (protocol.Options, error) {
 		FrequencyPenalty: c.FrequencyPenalty,
 		Stop:             stop,
 		KeepAlive:        c.KeepAlive,
+		ResponseFormat:   c.ResponseFormat,
 	}
 	if c.Temperature == nil {
 		one := float32(1) // OpenAI's default
@@ -177,7 +197,7 @@ func writeErr(w http.ResponseWriter, err error) {
 }
 
 func (s *Server) modelName() string {
-	st := s.cfg.Engine.Status()
+	st := s.run.Status().Status
 	if st.Model == nil {
 		return "none"
 	}
@@ -200,7 +220,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 	data := []model{}
 	seen := map[string]bool{}
-	if st := s.cfg.Engine.Status(); st.Model != nil {
+	if st := s.run.Status().Status; st.Model != nil {
 		id := modelID(st.Model)
 		data = append(data, model{ID: id, Object: "model", OwnedBy: "strata"})
 		seen[id] = true
@@ -222,17 +242,14 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	st := s.cfg.Engine.Status()
+	st := s.run.Status().Status
 	switch st.State {
 	case engine.StateReady, engine.StateGenerating:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case engine.StateLoading:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading"})
 	case engine.StateStopped:
-		s.keep.mu.Lock()
-		idle := s.keep.unloaded != ""
-		s.keep.mu.Unlock()
-		if idle { // unloaded after keep-alive; the next request reloads it
+		if s.run.Status().Idle { // unloaded after keep-alive; the next request reloads it
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "model": "unloaded until the next request"})
 			return
 		}
@@ -265,10 +282,8 @@ func (s *Server) serveChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs := make([]protocol.Message, len(req.Messages))
-	emsgs := make([]engine.Message, len(req.Messages))
 	for i, m := range req.Messages {
-		msgs[i] = protocol.Message{Role: m.Role, Content: string(m.Content)}
-		emsgs[i] = engine.Message{Role: m.Role, Content: string(m.Content)}
+		msgs[i] = protocol.Message{Role: m.Role, Content: string(m.Content), ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name}
 	}
 	// The websocket's validation, so both APIs accept the same requests.
 	if _, _, err := protocol.Decode(mustJSON(protocol.Request{Type: protocol.TypeChat, ID: "http",
@@ -276,7 +291,12 @@ func (s *Server) serveChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.serveOpenAI(w, r, engine.Request{Messages: emsgs}, opts, req.oaCommon, true)
+	ts, err := parseTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.serveOpenAI(w, r, engine.Request{Messages: engineMessages(msgs)}, opts, req.oaCommon, ts, true)
 }
 
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +317,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, protocol.Errorf(protocol.CodeBadRequest, "prompt longer than %d bytes", protocol.MaxPromptBytes))
 		return
 	}
-	s.serveOpenAI(w, r, engine.Request{Prompt: req.Prompt[0]}, opts, req.oaCommon, false)
+	s.serveOpenAI(w, r, engine.Request{Prompt: req.Prompt[0]}, opts, req.oaCommon, toolSpec{}, false)
 }
 
 func mustJSON(v any) []byte {
@@ -310,8 +330,14 @@ func mustJSON(v any) []byte {
 
 // serveOpenAI runs the generation and answers in OpenAI's chat or text
 // completion format, streamed as server-sent events or in one body.
-func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, ereq engine.Request, opts protocol.Options, c oaCommon, chat bool) {
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, ereq engine.Request, opts protocol.Options, c oaCommon, ts toolSpec, chat bool) {
 	smp, err := s.sampling(opts)
+	if err == nil {
+		ereq.Constraint, err = constraint(opts.ResponseFormat)
+	}
+	if err == nil {
+		err = ts.apply(&ereq)
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -328,19 +354,34 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, ereq engine
 	model := s.modelName()
 	ctx := r.Context()
 
+	tp := newToolParser(ts)
 	if !c.Stream {
 		var text strings.Builder
+		var calls []toolCall
 		st, err := s.generate(ctx, g, nil, func(t engine.Token) error {
-			text.WriteString(t.Text)
+			content, cs := tp.add(t.Text)
+			text.WriteString(content)
+			calls = append(calls, cs...)
 			return nil
 		})
 		if err != nil && !errors.Is(err, errCancelled) {
 			writeErr(w, err)
 			return
 		}
+		content, cs := tp.end()
+		text.WriteString(content)
+		calls = append(calls, cs...)
 		choice := map[string]any{"index": 0, "finish_reason": oaFinish(st.FinishReason)}
 		if chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": text.String()}
+			msg := map[string]any{"role": "assistant", "content": text.String()}
+			if len(calls) > 0 {
+				msg["tool_calls"] = oaToolCalls(calls, 0, false)
+				choice["finish_reason"] = "tool_calls"
+				if strings.TrimSpace(text.String()) == "" {
+					msg["content"] = nil
+				}
+			}
+			choice["message"] = msg
 		} else {
 			choice["text"] = text.String()
 			choice["logprobs"] = nil
@@ -389,20 +430,42 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, ereq engine
 	// Queue positions are not streamed over HTTP: the status line must wait
 	// until the request either starts or fails (busy, no model).
 	first := true
-	st, err := s.generate(ctx, g, nil, func(t engine.Token) error {
-		if t.Text == "" && !first {
+	ncalls := 0
+	sendText := func(text string, calls []toolCall) error {
+		if text == "" && len(calls) == 0 && !first {
 			return nil
 		}
 		var delta map[string]any
 		if chat {
-			delta = map[string]any{"content": t.Text}
+			delta = map[string]any{"content": text}
+			if len(calls) > 0 {
+				delta = map[string]any{"tool_calls": oaToolCalls(calls, ncalls, true)}
+				ncalls += len(calls)
+				if text != "" {
+					if err := send(chunk(map[string]any{"content": text}, text, nil)); err != nil {
+						return err
+					}
+				}
+			}
 			if first {
 				delta["role"] = "assistant"
 			}
 		}
 		first = false
-		return send(chunk(delta, t.Text, nil))
+		return send(chunk(delta, text, nil))
+	}
+	st, err := s.generate(ctx, g, nil, func(t engine.Token) error {
+		text, calls := tp.add(t.Text)
+		if !first && text == "" && len(calls) == 0 {
+			return nil
+		}
+		return sendText(text, calls)
 	})
+	if err == nil || errors.Is(err, errCancelled) {
+		if text, calls := tp.end(); text != "" || len(calls) > 0 {
+			sendText(text, calls)
+		}
+	}
 	if err != nil && !errors.Is(err, errCancelled) {
 		if !started {
 			writeErr(w, err)
@@ -427,7 +490,11 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, ereq engine
 			delta = map[string]any{"role": "assistant", "content": ""}
 		}
 	}
-	send(chunk(delta, "", oaFinish(st.FinishReason)))
+	finish := oaFinish(st.FinishReason)
+	if ncalls > 0 {
+		finish = "tool_calls"
+	}
+	send(chunk(delta, "", finish))
 	if c.StreamOptions != nil && c.StreamOptions.IncludeUsage {
 		obj := "text_completion"
 		if chat {

@@ -208,7 +208,7 @@ func TestOpenAIModelsAndHealth(t *testing.T) {
 	if resp := h.request(t, "GET", "/health", "", nil); resp.StatusCode != 200 {
 		t.Errorf("health ready: %d", resp.StatusCode)
 	}
-	h.eng.Unload()
+	h.run.Stop()
 	if resp := h.request(t, "GET", "/health", "", nil); resp.StatusCode != 503 {
 		t.Errorf("health without model: %d", resp.StatusCode)
 	}
@@ -218,7 +218,7 @@ func TestOpenAIModelsAndHealth(t *testing.T) {
 	}
 	// While loading: 503 "loading".
 	loaded := make(chan error, 1)
-	go func() { loaded <- h.eng.Load(ctxT(t, 30*time.Second), demoPath) }()
+	go func() { loaded <- h.run.Start(ctxT(t, 30*time.Second), demoPath) }()
 	sawLoading := false
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		resp := h.request(t, "GET", "/health", "", nil)

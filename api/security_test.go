@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,19 +39,21 @@ func nothingHappened(t *testing.T, h *harness) {
 	}
 }
 
+type secCase struct {
+	name   string
+	method string
+	path   string
+	body   string
+	hdr    map[string]string
+	status int
+	code   string
+}
+
 func TestHTTPSecurity(t *testing.T) {
 	h := start(t, func(c *api.Config) { c.AllowedOrigins = []string{"http://localhost:3000"} })
 	port := h.addr[strings.LastIndex(h.addr, ":")+1:]
 	chat := `{"model":"demo","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
-	tests := []struct {
-		name   string
-		method string
-		path   string
-		body   string
-		hdr    map[string]string
-		status int
-		code   string
-	}{
+	tests := []secCase{
 		{"rebinding host", "POST", "/v1/chat/completions", chat, map[string]string{"Host": "evil.example:" + port}, 403, "unauthorized"},
 		{"host without port", "GET", "/v1/models", "", map[string]string{"Host": "localhost"}, 403, "unauthorized"},
 		{"host wrong port", "GET", "/v1/models", "", map[string]string{"Host": "127.0.0.1:1"}, 403, "unauthorized"},
@@ -66,6 +69,19 @@ func TestHTTPSecurity(t *testing.T) {
 		{"bad role", "POST", "/v1/chat/completions", `{"messages":[{"role":"root","content":"hi"}]}`, nil, 400, "bad_request"},
 		{"n=2", "POST", "/v1/chat/completions", `{"n":2,"messages":[{"role":"user","content":"hi"}]}`, nil, 400, "bad_request"},
 		{"unknown endpoint", "GET", "/v1/secret", "", nil, 404, "not_found"},
+	}
+	// Every Ollama endpoint is behind the same Host, Origin and token checks.
+	ochat := `{"model":"demo","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2}}`
+	for _, ep := range []struct{ method, path, body string }{
+		{"GET", "/api/version", ""}, {"GET", "/api/tags", ""}, {"GET", "/api/ps", ""},
+		{"POST", "/api/show", `{"model":"demo"}`}, {"POST", "/api/chat", ochat},
+		{"POST", "/api/generate", `{"model":"demo","prompt":"hi","options":{"num_predict":2}}`},
+	} {
+		tests = append(tests,
+			secCase{ep.path + " rebinding host", ep.method, ep.path, ep.body, map[string]string{"Host": "evil.example:" + port}, 403, "unauthorized"},
+			secCase{ep.path + " foreign origin", ep.method, ep.path, ep.body, map[string]string{"Origin": "https://evil.example"}, 403, "unauthorized"},
+			secCase{ep.path + " missing token", ep.method, ep.path, ep.body, map[string]string{"Authorization": ""}, 401, "unauthorized"},
+			secCase{ep.path + " wrong token", ep.method, ep.path, ep.body, map[string]string{"Authorization": "Bearer " + strings.Repeat("1", 64)}, 401, "unauthorized"})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,4 +330,28 @@ func TestSlowClientDisconnected(t *testing.T) {
 	if err != nil || len(g.Tokens) != 3 || len(g.Positions) != 0 {
 		t.Fatalf("other client: %+v %v", g, err)
 	}
+}
+
+// Origins from the settings apply at once, exact match, extension schemes too.
+func TestOriginsFromSettings(t *testing.T) {
+	var mu sync.Mutex
+	list := []string{"chrome-extension://abcdef"}
+	h := start(t, func(c *api.Config) {
+		c.Origins = func() []string { mu.Lock(); defer mu.Unlock(); return list }
+	})
+	check := func(origin string, want int) {
+		t.Helper()
+		if resp := h.request(t, "GET", "/api/tags", "", map[string]string{"Origin": origin}); resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", origin, resp.StatusCode, want)
+		}
+	}
+	check("chrome-extension://abcdef", 200)
+	check("chrome-extension://abcdeg", 403)
+	check("https://abcdef", 403)
+	mu.Lock()
+	list = []string{"http://localhost:5173"}
+	mu.Unlock()
+	check("chrome-extension://abcdef", 403)
+	check("http://localhost:5173", 200)
+	check("http://localhost:5174", 403)
 }

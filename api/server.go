@@ -20,15 +20,11 @@ import (
 
 	"github.com/strata-llm/strata/api/protocol"
 	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/grammar"
+	"github.com/strata-llm/strata/engine/sample"
+	"github.com/strata-llm/strata/engine/tokenizer"
+	"github.com/strata-llm/strata/internal/runner"
 )
-
-// Engine is what the server needs from the engine; *engine.Engine has it.
-type Engine interface {
-	Load(ctx context.Context, path string) error
-	Unload() error
-	Status() engine.Status
-	Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Stats, error)
-}
 
 // Models is what the models.* operations need from the model manager.
 // Errors that are *protocol.Error keep their code (e.g. not_found);
@@ -59,31 +55,29 @@ type TokenChecker interface {
 	Valid(token string) bool
 }
 
-// Config configures a Server. Engine and Tokens are required; zero limits
+// Config configures a Server. Runner and Tokens are required; zero limits
 // take the defaults below.
 type Config struct {
-	Engine   Engine
+	// Runner owns the model lifecycle (loading, keep-alive, the queue of
+	// generations) shared with the menu bar.
+	Runner   *runner.Runner
 	Tokens   TokenChecker
 	Models   Models   // nil: models.* answer not_found
 	Settings Settings // nil: settings.* answer not_found
 	Logger   *slog.Logger
 	Version  string // server version reported by hello
 
-	// DefaultModel returns the model file to load when engine.load names
-	// none (the selected model, or the demo model).
-	DefaultModel func(ctx context.Context) (string, error)
 	// OnSelect is called after models.select loaded a model.
 	OnSelect func(name, path string)
-	// KeepAlive returns how long a model stays loaded after a request that
-	// sets no keep_alive: negative is forever, 0 unloads at once. nil: forever.
-	KeepAlive func() time.Duration
 
-	AllowedOrigins []string // origins (scheme://host[:port]) allowed besides none
-	AllowedHosts   []string // Host names allowed besides localhost, 127.0.0.1 and ::1
+	AllowedOrigins []string // origins (scheme://host[:port], chrome-extension://ID) allowed besides none
+	// Origins, when set, returns more allowed origins at each request (the
+	// settings' list, so a change applies at once).
+	Origins      func() []string
+	AllowedHosts []string // Host names allowed besides localhost, 127.0.0.1 and ::1
 
 	MaxMessageBytes   int           // websocket message and HTTP body limit; default 1 MiB
 	MaxConnections    int           // websocket connections; default 64
-	MaxQueue          int           // generations waiting behind the running one; default 16
 	MaxOpsPerConn     int           // operations in flight per connection; default 32
 	SendBuffer        int           // events buffered per connection; default 512
 	MaxTokens         int           // the largest max_tokens a request may ask; default 8192
@@ -108,7 +102,6 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.MaxMessageBytes, 1<<20)
 	def(&c.MaxConnections, 64)
-	def(&c.MaxQueue, 16)
 	def(&c.MaxOpsPerConn, 32)
 	def(&c.SendBuffer, 512)
 	def(&c.MaxTokens, 8192)
@@ -129,9 +122,9 @@ func (c *Config) setDefaults() {
 // Server is the API server. Create it with New, serve with Serve or use
 // Handler, stop with Shutdown.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	sched *scheduler
+	cfg Config
+	log *slog.Logger
+	run *runner.Runner
 
 	ctx    context.Context // cancelled by Shutdown: all work stops
 	cancel context.CancelFunc
@@ -144,8 +137,6 @@ type Server struct {
 
 	connWG sync.WaitGroup // websocket handlers
 
-	keep keepAlive
-
 	generated atomic.Int64
 	requests  atomic.Int64
 	tcpConns  atomic.Int64
@@ -153,21 +144,20 @@ type Server struct {
 
 // New returns a Server for cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Engine == nil || cfg.Tokens == nil {
-		return nil, errors.New("api: Config needs an Engine and Tokens")
+	if cfg.Runner == nil || cfg.Tokens == nil {
+		return nil, errors.New("api: Config needs a Runner and Tokens")
 	}
 	cfg.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		sched:  newScheduler(1, cfg.MaxQueue),
+		run:    cfg.Runner,
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  map[*wsConn]struct{}{},
 		pulls:  map[string]context.CancelCauseFunc{},
 	}
-	s.keep.s = s
 	return s, nil
 }
 
@@ -180,6 +170,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChatCompletions)
 	mux.HandleFunc("POST /v1/completions", s.serveCompletions)
 	mux.HandleFunc("GET /health", s.serveHealth)
+	mux.HandleFunc("GET /api/version", s.serveOllamaVersion)
+	mux.HandleFunc("GET /api/tags", s.serveOllamaTags)
+	mux.HandleFunc("GET /api/ps", s.serveOllamaPs)
+	mux.HandleFunc("POST /api/show", s.serveOllamaShow)
+	mux.HandleFunc("POST /api/chat", s.serveOllamaChat)
+	mux.HandleFunc("POST /api/generate", s.serveOllamaGenerate)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, protocol.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
@@ -260,7 +256,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	s.keep.stop()
 	return err
 }
 
@@ -268,6 +263,32 @@ func (s *Server) Shutdown(ctx context.Context) error {
 type genRequest struct {
 	req       engine.Request
 	keepAlive *protocol.KeepAlive
+}
+
+// constraint compiles a response format into the engine's constraint
+// (nil for plain text).
+func constraint(rf *protocol.ResponseFormat) (engine.ConstraintMaker, error) {
+	if rf == nil {
+		return nil, nil
+	}
+	var sch *grammar.Schema
+	switch rf.Type {
+	case "", "text":
+		return nil, nil
+	case "json_object":
+		sch = grammar.AnyObject()
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "response_format json_schema needs json_schema.schema")
+		}
+		var err error
+		if sch, err = grammar.Compile(rf.JSONSchema.Schema); err != nil {
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "response_format: %v", err)
+		}
+	default:
+		return nil, protocol.Errorf(protocol.CodeBadRequest, "response_format type %q: want text, json_object or json_schema", rf.Type)
+	}
+	return func(v *tokenizer.Tokenizer) (sample.Constraint, error) { return sch.NewConstraint(v) }, nil
 }
 
 // sampling maps validated options to the engine's, applying defaults.
@@ -301,9 +322,9 @@ func (s *Server) sampling(o protocol.Options) (engine.Sampling, error) {
 	}, nil
 }
 
-// generate runs one generation through the FIFO queue: it waits for the
-// slot (telling queued its position), reloads a model that keep-alive
-// unloaded, generates, and re-arms keep-alive. ctx ends it at any point.
+// generate runs one generation through the runner's FIFO queue (which
+// tells queued its position, reloads a model keep-alive unloaded and
+// re-arms keep-alive). ctx ends it at any point.
 func (s *Server) generate(ctx context.Context, g genRequest, queued func(int), emit func(engine.Token) error) (protocol.GenStats, error) {
 	s.requests.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -311,21 +332,13 @@ func (s *Server) generate(ctx context.Context, g genRequest, queued func(int), e
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
 
-	release, waited, err := s.sched.acquire(ctx, queued)
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return protocol.GenStats{FinishReason: string(engine.FinishCancelled), QueueMS: ms(waited)}, s.cancelErr(err)
-		}
-		return protocol.GenStats{}, err
+	var o runner.GenOptions
+	o.Queued = queued
+	if g.keepAlive != nil {
+		d := g.keepAlive.D
+		o.KeepAlive = &d
 	}
-	defer release()
-	s.keep.hold()
-	defer s.keep.arm(g.keepAlive)
-
-	if err := s.keep.ensureLoaded(ctx); err != nil {
-		return protocol.GenStats{}, err
-	}
-	st, err := s.cfg.Engine.Generate(ctx, g.req, func(t engine.Token) error {
+	st, waited, err := s.run.Generate(ctx, g.req, o, func(t engine.Token) error {
 		if t.ID >= 0 {
 			s.generated.Add(1)
 		}
@@ -336,19 +349,23 @@ func (s *Server) generate(ctx context.Context, g genRequest, queued func(int), e
 	switch {
 	case err == nil:
 		return gs, nil
-	case errors.Is(err, engine.ErrNoModel):
-		return gs, protocol.Errorf(protocol.CodeModelNotLoaded, "no model is loaded: send engine.load or models.select first")
-	case ctx.Err() != nil:
+	case errors.Is(err, runner.ErrBusy):
+		return gs, errBusy
+	case errors.Is(err, runner.ErrNotLoaded):
+		return gs, protocol.Errorf(protocol.CodeModelNotLoaded, "no model is loaded: send engine.load or models.select first (or press Start in the menu bar)")
+	case ctx.Err() != nil || errors.Is(err, runner.ErrClosed):
 		gs.FinishReason = string(engine.FinishCancelled)
 		return gs, s.cancelErr(ctx.Err())
-	case st.FinishReason == "":
-		// The engine refused the request before generating (bad ids,
-		// prompt longer than the context, empty prompt).
+	case errors.Is(err, engine.ErrBadRequest):
+		// The engine refused the request (bad ids, prompt longer than the
+		// context, empty prompt, a constraint it cannot build).
 		return gs, protocol.Errorf(protocol.CodeBadRequest, "%v", err)
 	default:
 		return gs, fmt.Errorf("generate: %w", err)
 	}
 }
+
+var errBusy = protocol.Errorf(protocol.CodeBusy, "the server is busy: the request queue is full")
 
 // errCancelled marks a generation the client cancelled (not an error for
 // the client: it gets done with finish_reason "cancelled").
@@ -388,14 +405,19 @@ func toModelInfo(m *engine.ModelInfo) *protocol.ModelInfo {
 
 // status is the engine's status with the queue length.
 func (s *Server) status() protocol.EngineStatus {
-	st := s.cfg.Engine.Status()
-	_, waiting := s.sched.lengths()
+	st := s.run.Status()
 	ps := protocol.EngineStatus{
-		State:       string(st.State),
-		Model:       toModelInfo(st.Model),
-		Error:       st.Err,
-		MemoryBytes: st.MemoryBytes,
-		QueueLength: waiting,
+		State:         string(st.State),
+		Model:         toModelInfo(st.Model),
+		Error:         st.Err,
+		MemoryBytes:   st.MemoryBytes,
+		QueueLength:   st.Waiting,
+		Idle:          st.Idle,
+		StoppedByUser: st.StoppedByUser,
+	}
+	if !st.ExpiresAt.IsZero() {
+		t := st.ExpiresAt.UTC()
+		ps.ExpiresAt = &t
 	}
 	if st.LastStats != nil {
 		gs := toGenStats(*st.LastStats)
@@ -405,8 +427,8 @@ func (s *Server) status() protocol.EngineStatus {
 }
 
 func (s *Server) telemetry() protocol.Telemetry {
-	st := s.cfg.Engine.Status()
-	running, waiting := s.sched.lengths()
+	st := s.run.Status()
+	running, waiting := st.Running, st.Waiting
 	s.mu.Lock()
 	nconn := len(s.conns)
 	s.mu.Unlock()
@@ -439,109 +461,18 @@ func (s *Server) loadModel(ctx context.Context, name string) (string, error) {
 			return "", protocol.Errorf(protocol.CodeNotFound, "no model manager: model %q not found", name)
 		}
 		path, err = s.cfg.Models.Path(ctx, name)
-	case s.cfg.DefaultModel != nil:
-		path, err = s.cfg.DefaultModel(ctx)
-	default:
-		return "", protocol.Errorf(protocol.CodeBadRequest, "no default model: name one")
 	}
 	if err != nil {
 		return "", err
 	}
-	s.keep.forget()
-	if err := s.cfg.Engine.Load(ctx, path); err != nil {
+	if err := s.run.Start(ctx, path); err != nil {
+		if ctx.Err() != nil {
+			return "", protocol.Errorf(protocol.CodeCancelled, "load cancelled")
+		}
 		return "", fmt.Errorf("load model: %w", err)
 	}
-	s.keep.arm(nil)
+	if path == "" {
+		path = s.run.Status().Path
+	}
 	return path, nil
-}
-
-// keepAlive unloads the model after a period without requests and loads
-// it again (same file) when the next request comes.
-type keepAlive struct {
-	s *Server
-
-	mu       sync.Mutex
-	timer    *time.Timer
-	unloaded string // the model keep-alive unloaded, for reloading
-	stopped  bool
-}
-
-// hold stops the timer while a generation runs.
-func (k *keepAlive) hold() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.timer != nil {
-		k.timer.Stop()
-	}
-}
-
-// arm starts the timer with the request's keep-alive, or the setting.
-func (k *keepAlive) arm(req *protocol.KeepAlive) {
-	d := time.Duration(-1)
-	if req != nil {
-		d = req.D
-	} else if k.s.cfg.KeepAlive != nil {
-		d = k.s.cfg.KeepAlive()
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.timer != nil {
-		k.timer.Stop()
-	}
-	if d < 0 || k.stopped {
-		return
-	}
-	k.timer = time.AfterFunc(d, k.fire)
-}
-
-func (k *keepAlive) fire() {
-	release, ok := k.s.sched.tryAcquire()
-	if !ok {
-		return // a request is running or waiting; it re-arms the timer
-	}
-	defer release()
-	st := k.s.cfg.Engine.Status()
-	if st.Model == nil {
-		return
-	}
-	if err := k.s.cfg.Engine.Unload(); err != nil {
-		k.s.log.Warn("keep-alive unload", "err", err)
-		return
-	}
-	k.mu.Lock()
-	k.unloaded = st.Model.Path
-	k.mu.Unlock()
-	k.s.log.Info("model unloaded after keep-alive", "path", st.Model.Path)
-}
-
-// ensureLoaded reloads the model keep-alive unloaded, if none is loaded.
-func (k *keepAlive) ensureLoaded(ctx context.Context) error {
-	k.mu.Lock()
-	path := k.unloaded
-	k.mu.Unlock()
-	if path == "" || k.s.cfg.Engine.Status().Model != nil {
-		return nil
-	}
-	k.s.log.Info("reloading model after keep-alive", "path", path)
-	if err := k.s.cfg.Engine.Load(ctx, path); err != nil {
-		return fmt.Errorf("reload %s: %w", path, err)
-	}
-	k.forget()
-	return nil
-}
-
-// forget drops the reload memory (an explicit load or unload happened).
-func (k *keepAlive) forget() {
-	k.mu.Lock()
-	k.unloaded = ""
-	k.mu.Unlock()
-}
-
-func (k *keepAlive) stop() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.stopped = true
-	if k.timer != nil {
-		k.timer.Stop()
-	}
 }

@@ -390,7 +390,7 @@ func (c *wsConn) run(ctx context.Context, req protocol.Request, params any) {
 			Limits: protocol.Limits{
 				MaxMessageBytes: s.cfg.MaxMessageBytes,
 				MaxConnections:  s.cfg.MaxConnections,
-				MaxQueue:        s.cfg.MaxQueue,
+				MaxQueue:        s.run.MaxQueue(),
 				MaxTokens:       s.cfg.MaxTokens,
 				SendBuffer:      s.cfg.SendBuffer,
 			},
@@ -406,8 +406,7 @@ func (c *wsConn) run(ctx context.Context, req protocol.Request, params any) {
 		}
 		c.reply(id, s.status())
 	case protocol.TypeEngineUnload:
-		s.keep.forget()
-		if err := s.cfg.Engine.Unload(); err != nil {
+		if err := s.run.Stop(); err != nil {
 			c.sendError(id, err)
 			return
 		}
@@ -469,25 +468,42 @@ func (c *wsConn) run(ctx context.Context, req protocol.Request, params any) {
 func (c *wsConn) runGenerate(ctx context.Context, id string, params any) {
 	var g genRequest
 	var opts protocol.Options
+	var ts toolSpec
 	switch p := params.(type) {
 	case *protocol.ChatParams:
-		msgs := make([]engine.Message, len(p.Messages))
-		for i, m := range p.Messages {
-			msgs[i] = engine.Message{Role: m.Role, Content: m.Content}
+		g.req.Messages, opts = engineMessages(p.Messages), p.Options
+		var err error
+		if ts, err = parseTools(p.Tools, p.ToolChoice); err != nil {
+			c.sendError(id, err)
+			return
 		}
-		g.req.Messages, opts = msgs, p.Options
 	case *protocol.CompleteParams:
 		g.req.Prompt, g.req.Tokens, opts = p.Prompt, p.Tokens, p.Options
 	}
 	smp, err := c.s.sampling(opts)
+	if err == nil {
+		g.req.Constraint, err = constraint(opts.ResponseFormat)
+	}
+	if err == nil {
+		err = ts.apply(&g.req)
+	}
 	if err != nil {
 		c.sendError(id, err)
 		return
 	}
+	tp := newToolParser(ts)
+	wsCalls := func(calls []toolCall) []protocol.ToolCall {
+		var out []protocol.ToolCall
+		for _, tc := range calls {
+			out = append(out, protocol.ToolCall{ID: tc.ID, Type: "function", Function: protocol.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+		return out
+	}
 	g.req.Sampling, g.keepAlive = smp, opts.KeepAlive
 	queued := func(pos int) { c.enqueue(protocol.Event{Type: protocol.EventQueued, ID: id, Position: pos}) }
 	emit := func(t engine.Token) error {
-		ev := protocol.Event{Type: protocol.EventDelta, ID: id, Text: t.Text}
+		text, calls := tp.add(t.Text)
+		ev := protocol.Event{Type: protocol.EventDelta, ID: id, Text: text, ToolCalls: wsCalls(calls)}
 		if t.ID >= 0 {
 			ev.Tokens = []int32{t.ID}
 		}
@@ -500,6 +516,9 @@ func (c *wsConn) runGenerate(ctx context.Context, id string, params any) {
 	if err != nil && !errors.Is(err, errCancelled) {
 		c.sendError(id, err)
 		return
+	}
+	if text, calls := tp.end(); text != "" || len(calls) > 0 {
+		c.enqueue(protocol.Event{Type: protocol.EventDelta, ID: id, Text: text, ToolCalls: wsCalls(calls)})
 	}
 	c.enqueue(protocol.Event{Type: protocol.EventDone, ID: id, Stats: &st})
 }
@@ -570,7 +589,7 @@ func (c *wsConn) runModels(ctx context.Context, req protocol.Request, params any
 			c.sendError(id, err)
 			return
 		}
-		if st := s.cfg.Engine.Status(); st.Model != nil && st.Model.Path == path {
+		if st := s.run.Status(); st.Model != nil && st.Model.Path == path {
 			c.sendError(id, protocol.Errorf(protocol.CodeBusy, "%s is loaded: unload it first", name))
 			return
 		}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-llm/strata/api"
 	"github.com/strata-llm/strata/api/client"
 	"github.com/strata-llm/strata/api/protocol"
+	"github.com/strata-llm/strata/internal/runner"
 )
 
 func greedy(n int, prompt string) protocol.CompleteParams {
@@ -318,7 +318,7 @@ func TestDuplicateID(t *testing.T) {
 // The queue is FIFO, tells positions, is bounded (then busy), and a
 // cancelled waiter leaves it at once.
 func TestQueue(t *testing.T) {
-	h := start(t, func(c *api.Config) { c.MaxQueue = 2 })
+	h := startWith(t, func(c *runner.Config) { c.MaxQueue = 2 }, nil)
 	ctx := ctxT(t, 60*time.Second)
 	c := h.dial(t)
 	runID, runNext, runStop, err := c.Start(protocol.TypeComplete, greedy(400, "a"))
@@ -378,7 +378,7 @@ func TestQueue(t *testing.T) {
 
 // Closing a connection frees the slot and the queue places at once.
 func TestDisconnectFreesSlot(t *testing.T) {
-	h := start(t, func(c *api.Config) { c.MaxQueue = 1 })
+	h := startWith(t, func(c *runner.Config) { c.MaxQueue = 1 }, nil)
 	ctx := ctxT(t, 60*time.Second)
 	a := h.dial(t)
 	_, next, _, err := a.Start(protocol.TypeComplete, greedy(1000, "a"))

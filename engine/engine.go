@@ -538,18 +538,19 @@ func (e *Engine) promptTokens(lm *loaded, req Request) ([]int32, error) {
 	case len(req.Messages) > 0:
 		msgs := make([]chat.Message, len(req.Messages))
 		for i, m := range req.Messages {
-			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
+			msgs[i] = chat.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name}
 		}
 		text, err := chat.Render(lm.tmpl, lm.info.Arch, msgs, chat.Options{
 			AddGenerationPrompt: true,
 			BOS:                 lm.tok.BOSText(),
 			EOS:                 lm.tok.EOSText(),
 			Logger:              e.log,
+			Tools:               req.Tools,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: chat template: %w", ErrBadRequest, err)
 		}
-		return lm.tok.Encode(text, true, true), nil
+		return lm.tok.Encode(text+req.Prefill, true, true), nil
 	default:
 		return lm.tok.Encode(req.Prompt, true, true), nil
 	}
@@ -575,6 +576,12 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 		maxTokens = DefaultMaxTokens
 	}
 	smp := sample.New(req.Sampling, lm.info.Vocab)
+	var cons sample.Constraint
+	if req.Constraint != nil {
+		if cons, err = req.Constraint(lm.tok); err != nil {
+			return st, badRequest("constraint: %v", err)
+		}
+	}
 
 	// Reuse the longest prefix the session already holds; at least the last
 	// prompt token is always forwarded, for its logits. Rows are computed
@@ -600,7 +607,15 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 		if err := ctx.Err(); err != nil {
 			return e.finish(ctx, st, start, firstAt, err)
 		}
+		if cons != nil {
+			cons.Mask(logits) // the session's buffer; the next forward overwrites it
+		}
 		id := smp.Sample(logits, history)
+		if cons != nil {
+			if err := cons.Accept(id); err != nil {
+				return e.finish(ctx, st, start, firstAt, err)
+			}
+		}
 		if st.GeneratedTokens == 0 {
 			firstAt = time.Now()
 			st.TimeToFirstToken = firstAt.Sub(start)
@@ -621,7 +636,15 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 		if err := emit(Token{ID: id, Text: text}); err != nil {
 			return e.finish(ctx, st, start, firstAt, err)
 		}
-		if hit {
+		if hit || cons != nil && cons.Done() {
+			if !hit {
+				tail, _ := stop.add(dec.Flush())
+				if tail += stop.flush(); tail != "" {
+					if err := emit(Token{ID: -1, Text: tail}); err != nil {
+						return e.finish(ctx, st, start, firstAt, err)
+					}
+				}
+			}
 			st.FinishReason = FinishStop
 			break
 		}

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"encoding/json"
 	"time"
 
+	"github.com/strata-llm/strata/engine/chat"
 	"github.com/strata-llm/strata/engine/sample"
+	"github.com/strata-llm/strata/engine/tokenizer"
 )
 
 // State is the engine's lifecycle state.
@@ -22,6 +25,11 @@ const (
 type Message struct {
 	Role    string `json:"role"` // "system", "user", "assistant", "tool"
 	Content string `json:"content"`
+	// ToolCalls are the function calls of an assistant turn; ToolCallID
+	// and Name say which call a "tool" turn answers.
+	ToolCalls  []chat.ToolCall `json:"-"`
+	ToolCallID string          `json:"-"`
+	Name       string          `json:"-"`
 }
 
 // Sampling holds the decoding options of one request; see sample.Params.
@@ -33,7 +41,22 @@ type Request struct {
 	Messages []Message // chat turns, rendered with the model's chat template
 	Tokens   []int32   // token ids, used as they are
 	Sampling Sampling
+	// Tools are function definitions (OpenAI's {"type":"function",...}
+	// objects) the chat template offers the model.
+	Tools []json.RawMessage
+	// Prefill is text appended to the rendered chat prompt: the start of
+	// the assistant's reply, which the model continues (e.g. "<tool_call>\n"
+	// to force a tool call).
+	Prefill string
+	// Constraint, when set, makes the constraint that restricts the
+	// generated tokens (engine/grammar's JSON schemas); generation stops
+	// when it is Done.
+	Constraint ConstraintMaker
 }
+
+// ConstraintMaker builds a request's constraint for the loaded model's
+// vocabulary (*tokenizer.Tokenizer).
+type ConstraintMaker func(v *tokenizer.Tokenizer) (sample.Constraint, error)
 
 // Token is one generated token as streamed to the caller.
 type Token struct {

@@ -48,6 +48,8 @@ Linux)
 			# clang 14 lacks _Float16 on x86), the sanitizer runtimes and the
 			# symbolizer that puts .metal lines in their reports.
 			pkgs+=(clang-16 libclang-rt-16-dev llvm-16)
+			# A real browser for the API's allowed-origins test.
+			pkgs+=(chromium)
 		fi
 		apt_install "${pkgs[@]}"
 	else
@@ -72,4 +74,8 @@ go mod download
 if [ "$mode" = test ] && [ -f tools/oracle/package-lock.json ]; then
 	say "installing the llama.cpp oracle (tools/oracle)"
 	(cd tools/oracle && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+if [ "$mode" = test ] && [ -f tools/clients/package-lock.json ]; then
+	say "installing the OpenAI and Ollama client libraries the API is tested with (tools/clients)"
+	(cd tools/clients && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi

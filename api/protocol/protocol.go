@@ -102,15 +102,16 @@ type Request struct {
 type Event struct {
 	Type      string          `json:"type"`
 	ID        string          `json:"id,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`    // result
-	Position  int             `json:"position,omitempty"`  // queued
-	Text      string          `json:"text,omitempty"`      // delta
-	Tokens    []int32         `json:"tokens,omitempty"`    // delta
-	Stats     *GenStats       `json:"stats,omitempty"`     // done
-	Progress  *PullProgress   `json:"progress,omitempty"`  // progress
-	Telemetry *Telemetry      `json:"telemetry,omitempty"` // stats
-	Code      Code            `json:"code,omitempty"`      // error
-	Message   string          `json:"message,omitempty"`   // error, closing
+	Result    json.RawMessage `json:"result,omitempty"`     // result
+	Position  int             `json:"position,omitempty"`   // queued
+	Text      string          `json:"text,omitempty"`       // delta
+	Tokens    []int32         `json:"tokens,omitempty"`     // delta
+	ToolCalls []ToolCall      `json:"tool_calls,omitempty"` // delta: calls the model made (chat with tools)
+	Stats     *GenStats       `json:"stats,omitempty"`      // done
+	Progress  *PullProgress   `json:"progress,omitempty"`   // progress
+	Telemetry *Telemetry      `json:"telemetry,omitempty"`  // stats
+	Code      Code            `json:"code,omitempty"`       // error
+	Message   string          `json:"message,omitempty"`    // error, closing
 }
 
 // MarshalJSON always writes "text" for delta events (it may be empty
@@ -156,6 +157,24 @@ type Limits struct {
 type Message struct {
 	Role    string `json:"role"` // system, user, assistant, tool
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant turn made; ToolCallID (and
+	// Name) say which call a tool turn answers.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// ToolCall is a function call in OpenAI's shape.
+type ToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"` // "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and gives its arguments as JSON text.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // Options are the sampling options of chat and complete.
@@ -172,6 +191,23 @@ type Options struct {
 	Seed             uint64     `json:"seed,omitempty"` // 0: random
 	Stop             []string   `json:"stop,omitempty"`
 	KeepAlive        *KeepAlive `json:"keep_alive,omitempty"` // nil: the server's setting
+	// ResponseFormat constrains the reply to JSON (OpenAI's shape).
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+}
+
+// ResponseFormat is OpenAI's response_format: type "text" (no constraint),
+// "json_object" (any JSON object) or "json_schema" (JSONSchema.Schema).
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema names a schema for response_format.
+type JSONSchema struct {
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // DefaultTemperature applies when a request sets none.
@@ -189,9 +225,14 @@ const (
 	MaxURLLen      = 2048
 )
 
-// ChatParams ask for a reply to chat turns.
+// ChatParams ask for a reply to chat turns. Tools (OpenAI's
+// {"type":"function","function":{name, description, parameters}} objects)
+// are offered to the model through its chat template; ToolChoice is
+// "auto" (default), "none", "required" or {"type":"function","function":{"name":…}}.
 type ChatParams struct {
-	Messages []Message `json:"messages"`
+	Messages   []Message         `json:"messages"`
+	Tools      []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
 	Options
 }
 
@@ -269,6 +310,15 @@ type EngineStatus struct {
 	MemoryBytes int64      `json:"memory_bytes"`
 	QueueLength int        `json:"queue_length"` // generations waiting
 	Last        *GenStats  `json:"last,omitempty"`
+	// ExpiresAt is when keep-alive unloads the loaded model (absent while
+	// nothing is loaded or generations run or wait; far in the future,
+	// 2318, when it is kept forever, as Ollama reports it).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Idle: keep-alive unloaded the model; the next request reloads it.
+	Idle bool `json:"idle,omitempty"`
+	// StoppedByUser: the menu bar's Stop or engine.unload unloaded it;
+	// requests fail with model_not_loaded until a load.
+	StoppedByUser bool `json:"stopped_by_user,omitempty"`
 }
 
 // GenStats describe a finished generation. Fields may be added (e.g.

@@ -22,6 +22,7 @@ import (
 	"github.com/strata-llm/strata/app/ui"
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/internal/dirs"
+	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/internal/settings"
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/resources"
@@ -40,6 +41,7 @@ var ErrNoDisplay = errors.New("no display (DISPLAY and WAYLAND_DISPLAY are unset
 // model.
 type Parts struct {
 	Engine   *engine.Engine
+	Runner   *runner.Runner // the model lifecycle shared with the API
 	Settings *settings.Store
 	// SettingsNotice is shown in the settings window (e.g. the notice
 	// settings.Load returned when it set a bad file aside); "" for none.
@@ -70,8 +72,8 @@ type Parts struct {
 // that and opens the main window instead. It returns ErrNoDisplay at once
 // when there is no display, so the caller can run headless.
 func Run(ctx context.Context, p Parts) (err error) {
-	if p.Engine == nil || p.Settings == nil {
-		return errors.New("desktop: Parts.Engine and Parts.Settings are required")
+	if p.Engine == nil || p.Runner == nil || p.Settings == nil {
+		return errors.New("desktop: Parts.Engine, Parts.Runner and Parts.Settings are required")
 	}
 	if !haveDisplay() {
 		return ErrNoDisplay
@@ -99,7 +101,7 @@ func Run(ctx context.Context, p Parts) (err error) {
 		}
 	}
 	u := ui.New(ui.Deps{
-		App: a, Engine: p.Engine, Settings: p.Settings, SettingsNotice: p.SettingsNotice, Models: p.Models,
+		App: a, Engine: p.Engine, Runner: p.Runner, Settings: p.Settings, SettingsNotice: p.SettingsNotice, Models: p.Models,
 		APIInfo: p.APIInfo, RegenerateToken: p.RegenerateToken, DefaultModel: p.DefaultModel, Dirs: p.Dirs,
 		Autostart: login, Log: log,
 	})

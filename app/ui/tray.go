@@ -5,10 +5,12 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 
 	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/resources"
 )
 
@@ -121,6 +123,9 @@ func (u *UI) statusLineLocked() string {
 		if s.LastStats != nil && s.LastStats.TokensPerSecond > 0 {
 			line += fmt.Sprintf(" · %.1f tokens/s", s.LastStats.TokensPerSecond)
 		}
+		if exp := u.life.ExpiresAt; s.State == engine.StateReady && !exp.IsZero() && !exp.Equal(runner.Forever) {
+			line += " · " + unloadsIn(time.Until(exp))
+		}
 		return line
 	case engine.StateError:
 		return "Error: " + shorten(s.Err, 80)
@@ -128,7 +133,22 @@ func (u *UI) statusLineLocked() string {
 	if u.startErr != "" {
 		return "Error: " + shorten(u.startErr, 80)
 	}
+	if u.life.Idle {
+		return LineIdle
+	}
 	return "Engine stopped"
+}
+
+// LineIdle is the status line after keep-alive unloaded the model, which
+// is not the same as stopped by you: the next request loads it again.
+const LineIdle = "Idle, unloaded — loads again on the next request"
+
+// unloadsIn says when keep-alive unloads the model: "unloads in 4 min".
+func unloadsIn(d time.Duration) string {
+	if d < time.Minute {
+		return "unloads in less than a minute"
+	}
+	return fmt.Sprintf("unloads in %d min", int((d+time.Minute-1)/time.Minute))
 }
 
 func shorten(s string, n int) string {
@@ -180,7 +200,7 @@ func (u *UI) refreshMenuLocked() {
 	st := u.status.State
 	u.items["status"].Label = u.statusLineLocked()
 	u.items[LabelStart].Disabled = st == engine.StateLoading || st == engine.StateReady || st == engine.StateGenerating
-	u.items[LabelStop].Disabled = st != engine.StateReady && st != engine.StateGenerating
+	u.items[LabelStop].Disabled = st != engine.StateReady && st != engine.StateGenerating && !u.life.Idle
 	addr := ""
 	if u.d.APIInfo != nil {
 		addr, _ = u.d.APIInfo()
@@ -217,7 +237,7 @@ func (u *UI) Start() {
 		return
 	}
 	go func() {
-		if err := u.d.Engine.Load(u.ctx, path); err != nil {
+		if err := u.d.Runner.Start(u.ctx, path); err != nil {
 			u.log.Error("start engine", "path", path, "err", err)
 		}
 	}()
@@ -238,10 +258,11 @@ func (u *UI) modelPath() (string, error) {
 	return u.d.Models.Path(name)
 }
 
-// Stop unloads the model in the background.
+// Stop cancels a running generation or load and unloads the model, in the
+// background (the menu never waits for it).
 func (u *UI) Stop() {
 	go func() {
-		if err := u.d.Engine.Unload(); err != nil {
+		if err := u.d.Runner.Stop(); err != nil {
 			u.log.Error("stop engine", "err", err)
 		}
 	}()
@@ -281,10 +302,10 @@ func (u *UI) ToggleLogin() {
 	u.locked(u.refreshLocked)
 }
 
-// Quit stops the engine (waiting for a running generation to end) and
-// ends the application.
+// Quit stops the engine (cancelling a running generation, which ends
+// within one token, rather than waiting for it) and ends the application.
 func (u *UI) Quit() {
-	if err := u.d.Engine.Unload(); err != nil {
+	if err := u.d.Runner.Stop(); err != nil {
 		u.log.Error("stop engine", "err", err)
 	}
 	if u.d.Quit != nil {

@@ -10,20 +10,25 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 
 	"github.com/strata-llm/strata/app/autostart"
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/internal/dirs"
+	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/internal/settings"
 	"github.com/strata-llm/strata/models"
 )
 
 // Deps are the parts the UI shows and drives.
 type Deps struct {
-	App      fyne.App
-	Engine   *engine.Engine
+	App    fyne.App
+	Engine *engine.Engine
+	// Runner owns the model lifecycle the API shares: Start, Stop and Quit
+	// go through it, and the tray shows its keep-alive state.
+	Runner   *runner.Runner
 	Settings *settings.Store
 	// SettingsNotice is shown at the top of the settings window (e.g. that
 	// an unreadable settings file was set aside); "" for none.
@@ -63,6 +68,7 @@ type UI struct {
 	// goroutine, as the test driver does).
 	mu       sync.Mutex
 	status   engine.Status
+	life     runner.Status           // status with keep-alive (expiry, idle, stopped by you)
 	pulls    map[string]models.Event // running pulls by model name
 	startErr string                  // why the last Start could not begin
 	menu     *fyne.Menu
@@ -88,25 +94,30 @@ func New(d Deps) *UI {
 	}
 	ctx, end := context.WithCancel(context.Background())
 	u := &UI{d: d, log: d.Log, ctx: ctx, end: end, pulls: map[string]models.Event{}}
-	u.status = d.Engine.Status()
+	u.life = d.Runner.Status()
+	u.status = u.life.Status
 	return u
 }
 
 // Watch follows the engine's status and the model manager's downloads,
 // updating the menu, the badge and open windows, until Close.
 func (u *UI) Watch() {
-	st, stop := u.d.Engine.Subscribe()
+	st, stop := u.d.Runner.Subscribe()
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
 		defer stop()
+		tick := time.NewTicker(15 * time.Second) // "unloads in N min" counts down
+		defer tick.Stop()
 		for {
 			select {
 			case s, ok := <-st:
 				if !ok {
 					return
 				}
-				u.do(func() { u.status = s; u.refreshLocked() })
+				u.do(func() { u.life, u.status = s, s.Status; u.refreshLocked() })
+			case <-tick.C:
+				u.do(u.refreshLocked)
 			case <-u.ctx.Done():
 				return
 			}

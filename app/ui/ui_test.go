@@ -17,6 +17,7 @@ import (
 	"github.com/strata-llm/strata/app/autostart"
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/internal/dirs"
+	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/internal/settings"
 	"github.com/strata-llm/strata/models"
 	"github.com/strata-llm/strata/resources"
@@ -58,8 +59,12 @@ func newFixture(t *testing.T, mod func(*Deps)) *fixture {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	eng := engine.New(engine.Options{Threads: 1, Logger: log})
-	t.Cleanup(func() { eng.Close() })
-	deps := Deps{App: a, Engine: eng, Settings: store, DefaultModel: demo, Dirs: d, Log: log, TotalRAM: 16 << 30}
+	run, err := runner.New(runner.Config{Engine: eng, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Close(); eng.Close() })
+	deps := Deps{App: a, Engine: eng, Runner: run, Settings: store, DefaultModel: demo, Dirs: d, Log: log, TotalRAM: 16 << 30}
 	if mod != nil {
 		mod(&deps)
 	}
@@ -320,24 +325,31 @@ func TestStatusLine(t *testing.T) {
 	demo := &engine.ModelInfo{Name: "x", Demo: true}
 	named := &engine.ModelInfo{Name: "Qwen3 30B", Path: "/m/q.gguf"}
 	unnamed := &engine.ModelInfo{Path: "/m/q4.gguf"}
+	soon := time.Now().Add(3*time.Minute + 30*time.Second)
 	tests := []struct {
 		st       engine.Status
 		startErr string
 		want     string
 		icon     string
 		title    string
+		life     runner.Status
 	}{
-		{engine.Status{State: engine.StateStopped}, "", "Engine stopped", resources.BadgeStopped, ""},
-		{engine.Status{State: engine.StateStopped}, "model q: not installed", "Error: model q: not installed", resources.BadgeError, "!"},
-		{engine.Status{State: engine.StateLoading}, "", "Loading the model…", resources.BadgeBusy, "…"},
-		{engine.Status{State: engine.StateReady, Model: demo}, "", "Demo model (random weights) — ready", resources.BadgeIdle, ""},
+		{engine.Status{State: engine.StateStopped}, "", "Engine stopped", resources.BadgeStopped, "", runner.Status{}},
+		{engine.Status{State: engine.StateStopped}, "model q: not installed", "Error: model q: not installed", resources.BadgeError, "!", runner.Status{}},
+		{engine.Status{State: engine.StateLoading}, "", "Loading the model…", resources.BadgeBusy, "…", runner.Status{}},
+		{engine.Status{State: engine.StateReady, Model: demo}, "", "Demo model (random weights) — ready", resources.BadgeIdle, "", runner.Status{}},
 		{engine.Status{State: engine.StateReady, Model: named, LastStats: &engine.Stats{TokensPerSecond: 12.345}}, "",
-			"Qwen3 30B — ready · 12.3 tokens/s", resources.BadgeIdle, ""},
-		{engine.Status{State: engine.StateGenerating, Model: unnamed}, "", "q4.gguf — generating", resources.BadgeBusy, "…"},
-		{engine.Status{State: engine.StateError, Err: "load /m/x.gguf:\n  bad magic"}, "", "Error: load /m/x.gguf: bad magic", resources.BadgeError, "!"},
+			"Qwen3 30B — ready · 12.3 tokens/s", resources.BadgeIdle, "", runner.Status{}},
+		{engine.Status{State: engine.StateGenerating, Model: unnamed}, "", "q4.gguf — generating", resources.BadgeBusy, "…", runner.Status{}},
+		{engine.Status{State: engine.StateError, Err: "load /m/x.gguf:\n  bad magic"}, "", "Error: load /m/x.gguf: bad magic", resources.BadgeError, "!", runner.Status{}},
+		// Keep-alive: the countdown while loaded, idle (not stopped by you) after it.
+		{engine.Status{State: engine.StateReady, Model: named}, "", "Qwen3 30B — ready · unloads in 4 min", resources.BadgeIdle, "", runner.Status{ExpiresAt: soon}},
+		{engine.Status{State: engine.StateReady, Model: named}, "", "Qwen3 30B — ready", resources.BadgeIdle, "", runner.Status{ExpiresAt: runner.Forever}},
+		{engine.Status{State: engine.StateStopped}, "", LineIdle, resources.BadgeStopped, "", runner.Status{Idle: true}},
+		{engine.Status{State: engine.StateStopped}, "", "Engine stopped", resources.BadgeStopped, "", runner.Status{StoppedByUser: true}},
 	}
 	for _, tt := range tests {
-		u.status, u.startErr = tt.st, tt.startErr
+		u.status, u.startErr, u.life = tt.st, tt.startErr, tt.life
 		if got := u.statusLineLocked(); got != tt.want {
 			t.Errorf("%s: status line %q, want %q", tt.st.State, got, tt.want)
 		}

@@ -7,6 +7,8 @@
 package chat
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +21,17 @@ import (
 type Message struct {
 	Role    string // "system", "user", "assistant", "tool"
 	Content string
+	// ToolCalls are the calls an assistant turn made.
+	ToolCalls []ToolCall
+	// ToolCallID and Name identify the call a "tool" turn answers.
+	ToolCallID, Name string
+}
+
+// ToolCall is one function call of an assistant turn, in OpenAI's shape.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // the arguments as JSON text, as OpenAI clients send them
 }
 
 // Options are the template inputs other than the messages.
@@ -32,6 +45,10 @@ type Options struct {
 	// Logger receives a record saying which template was used; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Tools are the function definitions offered to the model, each a JSON
+	// object as the client sent it ({"type":"function","function":{...}});
+	// the template receives them as tools, keys in the client's order.
+	Tools []json.RawMessage
 }
 
 // Source says how a prompt was produced.
@@ -111,20 +128,117 @@ func renderTemplate(template string, msgs []Message, opts Options) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("compile: %w", err)
 	}
-	list := make([]any, len(msgs))
+	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		d := jinja.NewDict()
+		md := d.AsDict()
+		md.Set("role", jinja.NewString(m.Role))
+		md.Set("content", jinja.NewString(m.Content))
+		if len(m.ToolCalls) > 0 {
+			calls := make([]jinja.Value, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				fn := jinja.NewDict()
+				fn.AsDict().Set("name", jinja.NewString(c.Name))
+				fn.AsDict().Set("arguments", jinja.NewString(c.Arguments))
+				call := jinja.NewDict()
+				call.AsDict().Set("id", jinja.NewString(c.ID))
+				call.AsDict().Set("type", jinja.NewString("function"))
+				call.AsDict().Set("function", fn)
+				calls[j] = call
+			}
+			md.Set("tool_calls", jinja.NewList(calls))
+		}
+		if m.ToolCallID != "" {
+			md.Set("tool_call_id", jinja.NewString(m.ToolCallID))
+		}
+		if m.Name != "" {
+			md.Set("name", jinja.NewString(m.Name))
+		}
+		list[i] = d
 	}
-	out, err := t.Render(map[string]any{
-		"messages":              list,
-		"add_generation_prompt": opts.AddGenerationPrompt,
-		"bos_token":             opts.BOS,
-		"eos_token":             opts.EOS,
-	})
+	data := map[string]jinja.Value{
+		"messages":              jinja.NewList(list),
+		"add_generation_prompt": jinja.NewBool(opts.AddGenerationPrompt),
+		"bos_token":             jinja.NewString(opts.BOS),
+		"eos_token":             jinja.NewString(opts.EOS),
+	}
+	if len(opts.Tools) > 0 {
+		tools := make([]jinja.Value, len(opts.Tools))
+		for i, raw := range opts.Tools {
+			v, err := orderedValue(raw)
+			if err != nil {
+				return "", fmt.Errorf("tool %d: %w", i, err)
+			}
+			tools[i] = v
+		}
+		data["tools"] = jinja.NewList(tools)
+	}
+	out, err := t.RenderValues(data)
 	if err != nil {
 		return "", fmt.Errorf("render: %w", err)
 	}
 	return out, nil
+}
+
+// orderedValue converts JSON to a template value keeping object keys in
+// their order (as Python's json.loads does, so tojson renders tools as
+// llama.cpp's and HuggingFace's Jinja do).
+func orderedValue(raw []byte) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeValue(dec, 0)
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	if dec.More() {
+		return jinja.Value{}, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder, depth int) (jinja.Value, error) {
+	if depth > 64 {
+		return jinja.Value{}, errors.New("JSON nested too deeply")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			d := jinja.NewDict()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				k, _ := kt.(string)
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				d.AsDict().Set(k, v)
+			}
+			_, err := dec.Token()
+			return d, err
+		case '[':
+			var items []jinja.Value
+			for dec.More() {
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				items = append(items, v)
+			}
+			_, err := dec.Token()
+			return jinja.NewList(items), err
+		}
+		return jinja.Value{}, fmt.Errorf("unexpected %v", t)
+	default:
+		return jinja.FromGoValue(t), nil
+	}
 }
 
 // chatMLArch reports whether arch belongs to the Qwen family, whose models

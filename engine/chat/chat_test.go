@@ -174,6 +174,13 @@ func TestMatchesLlamaCppJinja(t *testing.T) {
 		"tool": {{Role: "system", Content: "sys"}, {Role: "user", Content: "call it"}, {Role: "assistant", Content: "ok"},
 			{Role: "tool", Content: `{"r": 1}`}, {Role: "tool", Content: "second"}, {Role: "user", Content: "<tool_response>x</tool_response>"}},
 		"unicode": {{Role: "user", Content: "héllo 中文 😀\n\n  spaces  "}, {Role: "assistant", Content: " a\tb "}},
+		"tool_calls": {{Role: "user", Content: "weather in Paris?"},
+			{Role: "assistant", Content: "", ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city": "Paris", "unit": "c"}`}}},
+			{Role: "tool", Content: `{"temp": 21}`, ToolCallID: "call_1"}},
+	}
+	tools := []json.RawMessage{
+		json.RawMessage(`{"type":"function","function":{"name":"get_weather","description":"Current weather <for> a city & more","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]},"days":{"type":"integer","default":1}},"required":["city"]}}}`),
+		json.RawMessage(`{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{}}}}`),
 	}
 	type testCase struct {
 		name, template string
@@ -189,15 +196,39 @@ func TestMatchesLlamaCppJinja(t *testing.T) {
 	for _, n := range names {
 		tmpl := readTemplate(t, filepath.Base(n))
 		for cname, msgs := range convs {
+			if cname == "tool_calls" && strings.Contains(tmpl, "tojson(indent=") {
+				// ardanlabs/jinja's indent path goes through encoding/json:
+				// sorted keys and HTML escapes, unlike Python and llama.cpp.
+				// No supported (Qwen) template uses it.
+				t.Logf("%s: tools not compared (tojson with indent)", filepath.Base(n))
+				continue
+			}
 			for _, gp := range []bool{true, false} {
 				opts := chat.Options{AddGenerationPrompt: gp, BOS: "<s>", EOS: "</s>"}
-				cases = append(cases, testCase{name: filepath.Base(n) + "/" + cname, template: tmpl, msgs: msgs, opts: opts})
-				list := make([]map[string]string, len(msgs))
-				for i, m := range msgs {
-					list[i] = map[string]string{"role": m.Role, "content": m.Content}
+				if cname == "tool_calls" {
+					opts.Tools = tools
 				}
-				wire = append(wire, wireCase{Template: tmpl, Vars: map[string]any{
-					"messages": list, "add_generation_prompt": gp, "bos_token": opts.BOS, "eos_token": opts.EOS}})
+				cases = append(cases, testCase{name: filepath.Base(n) + "/" + cname, template: tmpl, msgs: msgs, opts: opts})
+				list := make([]map[string]any, len(msgs))
+				for i, m := range msgs {
+					list[i] = map[string]any{"role": m.Role, "content": m.Content}
+					if len(m.ToolCalls) > 0 {
+						var calls []map[string]any
+						for _, c := range m.ToolCalls {
+							calls = append(calls, map[string]any{"id": c.ID, "type": "function",
+								"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+						}
+						list[i]["tool_calls"] = calls
+					}
+					if m.ToolCallID != "" {
+						list[i]["tool_call_id"] = m.ToolCallID
+					}
+				}
+				vars := map[string]any{"messages": list, "add_generation_prompt": gp, "bos_token": opts.BOS, "eos_token": opts.EOS}
+				if opts.Tools != nil {
+					vars["tools"] = opts.Tools
+				}
+				wire = append(wire, wireCase{Template: tmpl, Vars: vars})
 			}
 		}
 	}

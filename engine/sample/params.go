@@ -18,3 +18,13 @@ type Params struct {
 	Seed             uint64   `json:"seed,omitempty"` // 0: random
 	Stop             []string `json:"stop,omitempty"` // stop strings; never emitted
 }
+
+// Constraint restricts which tokens may come next (structured output): Mask
+// sets the logits of the tokens it forbids to -Inf before a draw, Accept
+// advances it past the drawn token, and Done reports that the constrained
+// text is complete, so generation stops there.
+type Constraint interface {
+	Mask(logits []float32)
+	Accept(tok int32) error
+	Done() bool
+}

@@ -27,7 +27,91 @@ type Settings struct {
 	Routing     Routing     `json:"routing"`
 	Memory      Memory      `json:"memory"`
 	API         API         `json:"api"`
+	Browser     Browser     `json:"browser"`
 	Advanced    Advanced    `json:"advanced"`
+}
+
+// Browser configures which web pages and browser extensions may use the
+// API (they still need the token).
+type Browser struct {
+	// AllowedOrigins are exact origins: "https://app.example",
+	// "http://localhost:3000", "chrome-extension://<id>". Empty: no page.
+	AllowedOrigins Origins `json:"allowed_origins"`
+}
+
+// Origins is a list of origins, a JSON array of strings. It is held as
+// one string so that Settings stays a comparable value type.
+type Origins struct{ joined string }
+
+// NewOrigins returns the list of os.
+func NewOrigins(os ...string) Origins { return Origins{strings.Join(os, "\n")} }
+
+// List returns the origins.
+func (o Origins) List() []string {
+	if o.joined == "" {
+		return nil
+	}
+	return strings.Split(o.joined, "\n")
+}
+
+// MarshalJSON writes an array.
+func (o Origins) MarshalJSON() ([]byte, error) {
+	l := o.List()
+	if l == nil {
+		l = []string{}
+	}
+	return json.Marshal(l)
+}
+
+// UnmarshalJSON reads an array of strings (null: empty).
+func (o *Origins) UnmarshalJSON(b []byte) error {
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return errors.New("allowed_origins: want an array of strings")
+	}
+	for _, x := range l {
+		if strings.ContainsRune(x, '\n') {
+			return errors.New("allowed_origins: an origin cannot hold a line break")
+		}
+	}
+	*o = NewOrigins(l...)
+	return nil
+}
+
+// Bounds of Browser.AllowedOrigins.
+const (
+	MaxOrigins   = 32
+	MaxOriginLen = 200
+)
+
+// BrowserRisk is the sentence the settings window shows beside the list.
+const BrowserRisk = "A web page or browser extension listed here can use the model and change these settings " +
+	"whenever it has the API token, so list only sites and extensions you trust."
+
+// CheckOrigin validates one allowed origin: scheme://host[:port] for http
+// and https, or an extension's scheme and id, with no path, query or
+// wildcard. It returns the origin as browsers send it (lower case).
+func CheckOrigin(o string) (string, error) {
+	if o == "" || len(o) > MaxOriginLen {
+		return "", fmt.Errorf("an origin must be 1 to %d characters", MaxOriginLen)
+	}
+	scheme, rest, ok := strings.Cut(o, "://")
+	if !ok || rest == "" {
+		return "", fmt.Errorf("%q: want scheme://host, e.g. https://app.example or chrome-extension://ID", o)
+	}
+	scheme = strings.ToLower(scheme)
+	switch scheme {
+	case "http", "https", "chrome-extension", "moz-extension", "safari-web-extension":
+	default:
+		return "", fmt.Errorf("%q: scheme %s is not allowed (http, https or a browser extension's)", o, scheme)
+	}
+	for _, r := range rest {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:[]", r)
+		if !ok {
+			return "", fmt.Errorf("%q: only a host and port may follow the scheme (no path, query or wildcard)", o)
+		}
+	}
+	return scheme + "://" + strings.ToLower(rest), nil
 }
 
 // Speculation configures speculative decoding (drafting several tokens and
@@ -354,6 +438,14 @@ func (s Settings) Check() []*FieldError {
 	}
 	if err := checkModelName(s.Model); err != nil {
 		errs = append(errs, err)
+	}
+	if n := len(s.Browser.AllowedOrigins.List()); n > MaxOrigins {
+		errs = append(errs, &FieldError{Key: "browser.allowed_origins", Label: "Allowed web pages", Msg: fmt.Sprintf("at most %d origins, got %d", MaxOrigins, n)})
+	}
+	for _, o := range s.Browser.AllowedOrigins.List() {
+		if _, err := CheckOrigin(o); err != nil {
+			errs = append(errs, &FieldError{Key: "browser.allowed_origins", Label: "Allowed web pages", Msg: err.Error()})
+		}
 	}
 	r := s.Routing
 	if !bad["routing.always_kept"] && !bad["routing.max_rank_window"] && r.AlwaysKept > r.MaxRankWindow {

@@ -27,6 +27,7 @@ func TestFieldsComplete(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	delete(doc, "browser") // a list, not a knob: edited by its own control, checked by TestAllowedOrigins
 	seen := map[string]bool{}
 	n := 0
 	for _, f := range Fields() {
@@ -233,4 +234,47 @@ func mustJSONF(s Settings) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+func TestAllowedOrigins(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"https://app.example", "https://app.example", true},
+		{"http://localhost:3000", "http://localhost:3000", true},
+		{"HTTP://LocalHost:3000", "http://localhost:3000", true},
+		{"chrome-extension://abcdefghijklmnopabcdefghijklmnop", "chrome-extension://abcdefghijklmnopabcdefghijklmnop", true},
+		{"moz-extension://0f1e2d3c-aaaa-bbbb-cccc-0123456789ab", "moz-extension://0f1e2d3c-aaaa-bbbb-cccc-0123456789ab", true},
+		{"http://[::1]:8080", "http://[::1]:8080", true},
+		{"https://app.example/path", "", false},
+		{"https://*.example", "", false},
+		{"file://", "", false},
+		{"null", "", false},
+		{"javascript://x", "", false},
+		{"", "", false},
+	} {
+		got, err := CheckOrigin(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%q: %q %v", tc.in, got, err)
+		}
+	}
+	s := Defaults()
+	p, err := s.Patch([]byte(`{"browser":{"allowed_origins":["https://a.example","chrome-extension://abc"]}}`))
+	if err != nil || strings.Join(p.Browser.AllowedOrigins.List(), ",") != "https://a.example,chrome-extension://abc" {
+		t.Fatalf("patch: %v %v", p.Browser.AllowedOrigins.List(), err)
+	}
+	if s.Browser.AllowedOrigins.List() != nil {
+		t.Error("Patch changed its receiver")
+	}
+	b, _ := json.Marshal(p)
+	back, err := Decode(Defaults(), b)
+	if err != nil || back != p {
+		t.Fatalf("round trip: %v", err)
+	}
+	for _, bad := range []string{`{"browser":{"allowed_origins":["https://a.example/x"]}}`, `{"browser":{"allowed_origins":"https://a"}}`} {
+		if _, err := s.Patch([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
 }
