@@ -444,6 +444,10 @@ func (s *Server) telemetry() protocol.Telemetry {
 	}
 	if st.LastStats != nil {
 		t.TokensPerSecond = st.LastStats.TokensPerSecond
+		if e := st.LastStats.Experts; e != nil {
+			hit, rate := e.HitRate, e.ReadMBps*1e6
+			t.CacheHitRate, t.SSDBytesPerSecond = &hit, &rate
+		}
 	}
 	return t
 }

@@ -18,7 +18,7 @@ const (
 	BadgeError   = "error"   // the last operation failed
 )
 
-// AppIcon returns Strata's application icon, a 512×512 PNG.
+// AppIcon returns Strata's application icon, a 1024×1024 PNG (the largest size of a macOS icon set).
 func AppIcon() []byte { return mustIcon("icons/app.png") }
 
 // TrayIcon returns the tray icon PNG for a badge (BadgeIdle, …). With

@@ -32,7 +32,7 @@ func TestIcons(t *testing.T) {
 			t.Fatalf("%s: %d of %d pixels drawn", name, opaque, size*size)
 		}
 	}
-	check("app", AppIcon(), 512, false)
+	check("app", AppIcon(), 1024, false)
 	for _, b := range []string{BadgeIdle, BadgeStopped, BadgeBusy, BadgeError} {
 		check("tray "+b, TrayIcon(b, false), 64, false)
 		check("template "+b, TrayIcon(b, true), 44, true)

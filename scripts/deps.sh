@@ -43,7 +43,7 @@ Linux)
 			# The oracle (llama.cpp via Node) and the app's screenshot script.
 			command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 			command -v npm >/dev/null 2>&1 || pkgs+=(npm)
-			pkgs+=(xvfb dbus dbus-x11 x11-utils x11-apps)
+			pkgs+=(xvfb dbus dbus-x11 x11-utils x11-apps xdotool)
 			# The Metal emulator (metal/internal/emu): clang 16 (Debian's
 			# clang 14 lacks _Float16 on x86), the sanitizer runtimes and the
 			# symbolizer that puts .metal lines in their reports.

@@ -6,16 +6,20 @@
 #
 #   scripts/screenshots.sh [OUT_DIR]     (default: screenshots/)
 #
+# The chat window gets a message typed and sent (xdotool, as a person
+# would), so chat.png shows a streamed reply from the demo model; the
+# Status window is captured after it, so status.png plots that reply.
+#
 # Needs (Debian): xvfb dbus dbus-x11 x11-utils x11-apps (xwininfo, xwd),
-# Mesa's GL (libgl1-mesa-dri) and Fyne's build dependencies.
+# xdotool, Mesa's GL (libgl1-mesa-dri) and Fyne's build dependencies.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$(realpath -m "${1:-$root/screenshots}")"
 
 if [[ "${STRATA_SCREENSHOTS_INSIDE:-}" != 1 ]]; then
-	for tool in Xvfb dbus-run-session xwininfo xwd; do
-		command -v "$tool" >/dev/null || { echo "screenshots: $tool is missing (apt-get install xvfb dbus dbus-x11 x11-utils x11-apps)" >&2; exit 1; }
+	for tool in Xvfb dbus-run-session xwininfo xwd xdotool; do
+		command -v "$tool" >/dev/null || { echo "screenshots: $tool is missing (apt-get install xvfb dbus dbus-x11 x11-utils x11-apps xdotool)" >&2; exit 1; }
 	done
 	work="$(mktemp -d)"
 	trap 'kill "${xvfb_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -52,17 +56,22 @@ window_id() {
 	xwininfo -root -tree 2>/dev/null | awk -v t="\"$1\"" 'index($0, t) && /[0-9]+x[0-9]+/ {print $1; exit}'
 }
 
-# capture TITLE FILE: waits up to 20 s for the window, then saves it.
-capture() {
+# wait_window TITLE: waits up to 20 s for the window; prints its id.
+wait_window() {
 	local id=""
 	for _ in $(seq 200); do
 		id="$(window_id "$1")"
-		if [[ -n "$id" ]] && xwininfo -id "$id" | grep -q "IsViewable"; then break; fi
-		id=""
+		if [[ -n "$id" ]] && xwininfo -id "$id" | grep -q "IsViewable"; then echo "$id"; return; fi
 		kill -0 "$app" 2>/dev/null || fail "strata exited before \"$1\" appeared"
 		sleep 0.1
 	done
-	[[ -n "$id" ]] || fail "window \"$1\" did not appear"
+	fail "window \"$1\" did not appear"
+}
+
+# capture TITLE FILE: waits for the window, then saves it.
+capture() {
+	local id
+	id="$(wait_window "$1")"
 	sleep 1 # let it finish drawing
 	xwd -id "$id" -silent >"$WORK/shot.xwd"
 	"$WORK/traymenu" xwd2png "$WORK/shot.xwd" "$OUT/$2"
@@ -78,5 +87,19 @@ capture "Strata" main.png
 capture "Strata Settings" settings.png
 "$WORK/traymenu" click --pid "$app" "Models…" || fail "could not click Models…"
 capture "Strata Models" models.png
+
+# A chat: type a message into the focused message box and press Enter;
+# the reply streams from the demo model through the local API.
+"$WORK/traymenu" click --pid "$app" "Chat…" || fail "could not click Chat…"
+chat="$(wait_window "Strata Chat")"
+sleep 1
+xdotool windowfocus --sync "$chat"
+xdotool type --delay 20 "Write a haiku about the sea"
+xdotool key Return
+sleep 5 # the demo model writes its 512 tokens in a few seconds
+capture "Strata Chat" chat.png
+"$WORK/traymenu" click --pid "$app" "Status…" || fail "could not click Status…"
+sleep 2 # two telemetry readings
+capture "Strata Status" status.png
 "$WORK/traymenu" list --pid "$app" >"$OUT/menu.txt"
 echo "screenshots: done"

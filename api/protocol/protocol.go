@@ -379,6 +379,12 @@ type Telemetry struct {
 	Connections     int       `json:"connections"`
 	GeneratedTotal  int64     `json:"generated_total"` // tokens since start
 	RequestsTotal   int64     `json:"requests_total"`
+	// CacheHitRate (0..1, experts found in the RAM cache) and
+	// SSDBytesPerSecond (expert weights read from the SSD over the
+	// generation's time) are the last generation's, present only when
+	// the engine streamed experts for it.
+	CacheHitRate      *float64 `json:"cache_hit_rate,omitempty"`
+	SSDBytesPerSecond *float64 `json:"ssd_bytes_per_second,omitempty"`
 }
 
 // KeepAlive is how long the model stays loaded after a request: a number

@@ -107,16 +107,16 @@ func (a *Autostart) content() []byte {
 Type=Application
 Name=Strata
 Comment=Local AI models in your menu bar
-Exec=` + desktopExec(a.exe) + `
+Exec=` + DesktopExec(a.exe) + `
 Icon=` + Label + `
 Terminal=false
 X-GNOME-Autostart-enabled=true
 `)
 }
 
-// desktopExec quotes a program path for a desktop entry's Exec key
+// DesktopExec quotes a program path for a desktop entry's Exec key
 // (Desktop Entry Specification, "The Exec key").
-func desktopExec(p string) string {
+func DesktopExec(p string) string {
 	if !strings.ContainsAny(p, " \t\"'\\><~|&;$*?#()`=%") {
 		return p
 	}

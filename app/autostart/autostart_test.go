@@ -127,8 +127,8 @@ func TestDesktopExec(t *testing.T) {
 		"/opt/$HOME/strata":  `"/opt/\\$HOME/strata"`,
 	}
 	for in, want := range tests {
-		if got := desktopExec(in); got != want {
-			t.Errorf("desktopExec(%q) = %s, want %s", in, got, want)
+		if got := DesktopExec(in); got != want {
+			t.Errorf("DesktopExec(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

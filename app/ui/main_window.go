@@ -6,11 +6,12 @@ import (
 	"fyne.io/fyne/v2/widget"
 )
 
-// mainView is the main window's content: the status line and the tray
-// menu's items as buttons, for desktops without a tray.
+// mainView is the main window's content: the status and detail lines and
+// the tray menu's items as buttons, for desktops without a tray.
 type mainView struct {
 	u       *UI
 	status  *widget.Label
+	detail  *widget.Label
 	buttons map[string]*widget.Button
 	login   *widget.Check
 	content fyne.CanvasObject
@@ -20,12 +21,14 @@ func newMainView(u *UI) *mainView {
 	v := &mainView{u: u, buttons: map[string]*widget.Button{}}
 	v.status = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.status.Wrapping = fyne.TextWrapWord
-	box := container.NewVBox(v.status, widget.NewSeparator())
+	v.detail = widget.NewLabel("")
+	box := container.NewVBox(v.status, v.detail, widget.NewSeparator())
 	for _, it := range []struct {
 		label string
 		f     func()
 	}{
 		{LabelStart, u.Start}, {LabelStop, u.Stop},
+		{LabelChat, func() { u.ShowChat() }}, {LabelStatus, func() { u.ShowStatus() }},
 		{LabelModels, func() { u.ShowModels() }}, {LabelSettings, func() { u.ShowSettings() }},
 		{LabelCopyAPI, u.CopyAPI}, {LabelLogs, u.OpenLogs},
 	} {
@@ -48,6 +51,7 @@ func (v *mainView) refreshLocked() {
 	u := v.u
 	u.menuLocked() // the buttons mirror the menu's items
 	v.status.SetText(u.statusLineLocked())
+	v.detail.SetText(u.detailLineLocked())
 	for label, b := range v.buttons {
 		if it, ok := u.items[label]; ok && it.Disabled {
 			b.Disable()

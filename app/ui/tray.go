@@ -19,6 +19,8 @@ import (
 const (
 	LabelStart    = "Start engine"
 	LabelStop     = "Stop engine"
+	LabelChat     = "Chat…"
+	LabelStatus   = "Status…"
 	LabelModels   = "Models…"
 	LabelSettings = "Settings…"
 	LabelCopyAPI  = "Copy API address and token"
@@ -34,8 +36,10 @@ type Badge struct {
 	Tooltip string // the status line
 }
 
-// Menu returns the tray menu: a status line, Start/Stop engine, Models…,
-// Settings…, Copy API address and token, Open logs folder, Start at
+// Menu returns the tray menu: a status line (model, state, tokens/s of
+// the current or last generation), a detail line (memory in use, the
+// queue, and cache hits and SSD reads once the engine reports them),
+// Start/Stop engine, Chat…, Status…, Models…, Settings…, Copy API address and token, Open logs folder, Start at
 // login, Quit. The same *fyne.Menu is updated in place (labels, disabled
 // and checked states) as the engine's state changes, and refreshed.
 func (u *UI) Menu() *fyne.Menu {
@@ -49,12 +53,16 @@ func (u *UI) menuLocked() *fyne.Menu {
 		return u.menu
 	}
 	status := &fyne.MenuItem{Label: "Strata", Disabled: true}
+	detail := &fyne.MenuItem{Label: "", Disabled: true}
 	items := []*fyne.MenuItem{
 		status,
+		detail,
 		fyne.NewMenuItemSeparator(),
 		fyne.NewMenuItem(LabelStart, u.Start),
 		fyne.NewMenuItem(LabelStop, u.Stop),
 		fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem(LabelChat, func() { u.ShowChat() }),
+		fyne.NewMenuItem(LabelStatus, func() { u.ShowStatus() }),
 		fyne.NewMenuItem(LabelModels, func() { u.ShowModels() }),
 		fyne.NewMenuItem(LabelSettings, func() { u.ShowSettings() }),
 		fyne.NewMenuItem(LabelCopyAPI, u.CopyAPI),
@@ -65,9 +73,9 @@ func (u *UI) menuLocked() *fyne.Menu {
 		fyne.NewMenuItem(LabelQuit, u.Quit),
 	}
 	u.menu = fyne.NewMenu("Strata", items...)
-	u.items = map[string]*fyne.MenuItem{"status": status}
+	u.items = map[string]*fyne.MenuItem{"status": status, "detail": detail}
 	for _, it := range items {
-		if !it.IsSeparator && it != status {
+		if !it.IsSeparator && it != status && it != detail {
 			u.items[it.Label] = it
 		}
 	}
@@ -77,7 +85,7 @@ func (u *UI) menuLocked() *fyne.Menu {
 }
 
 // Item returns a copy of the menu item with the given label ("status" for
-// the status line), as it is now.
+// the status line, "detail" for the line below it), as it is now.
 func (u *UI) Item(label string) (fyne.MenuItem, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -120,7 +128,9 @@ func (u *UI) statusLineLocked() string {
 		if s.State == engine.StateGenerating {
 			line = name + " — generating"
 		}
-		if s.LastStats != nil && s.LastStats.TokensPerSecond > 0 {
+		if cur := u.live.current(); s.State == engine.StateGenerating && cur > 0 {
+			line += fmt.Sprintf(" · %.1f tokens/s", cur)
+		} else if s.LastStats != nil && s.LastStats.TokensPerSecond > 0 {
 			line += fmt.Sprintf(" · %.1f tokens/s", s.LastStats.TokensPerSecond)
 		}
 		if exp := u.life.ExpiresAt; s.State == engine.StateReady && !exp.IsZero() && !exp.Equal(runner.Forever) {
@@ -199,6 +209,7 @@ func (u *UI) refreshMenuLocked() {
 	before := u.snapshotLocked()
 	st := u.status.State
 	u.items["status"].Label = u.statusLineLocked()
+	u.items["detail"].Label = u.detailLineLocked()
 	u.items[LabelStart].Disabled = st == engine.StateLoading || st == engine.StateReady || st == engine.StateGenerating
 	u.items[LabelStop].Disabled = st != engine.StateReady && st != engine.StateGenerating && !u.life.Idle
 	addr := ""

@@ -1,6 +1,7 @@
-// Package ui builds Strata's menus and windows — the tray menu, the
-// settings window, the models window and the main window shown when there
-// is no tray — on top of the engine, the settings store and the model
+// Package ui builds Strata's menus and windows — the tray menu with live
+// status, the chat window, the status window, the settings window, the
+// models window and the main window shown when there is no tray — on top
+// of the engine, the local API's client, the settings store and the model
 // manager. It never creates the Fyne application itself (app/desktop
 // does), so everything here runs under fyne.io/fyne/v2/test without a
 // display.
@@ -82,6 +83,13 @@ type UI struct {
 	modelsView   *modelsView
 	mainWin      fyne.Window
 	mainView     *mainView
+	chatWin      fyne.Window
+	chatView     *chatView
+	statusWin    fyne.Window
+	statusView   *statusView
+
+	conn apiConn   // the UI's connection to the local API
+	live liveStats // its telemetry
 }
 
 // New returns the UI for d. Call Close when done.
@@ -93,14 +101,15 @@ func New(d Deps) *UI {
 		d.TotalRAM = models.TotalRAM()
 	}
 	ctx, end := context.WithCancel(context.Background())
-	u := &UI{d: d, log: d.Log, ctx: ctx, end: end, pulls: map[string]models.Event{}}
+	u := &UI{d: d, log: d.Log, ctx: ctx, end: end, pulls: map[string]models.Event{}, conn: apiConn{info: d.APIInfo}}
 	u.life = d.Runner.Status()
 	u.status = u.life.Status
 	return u
 }
 
-// Watch follows the engine's status and the model manager's downloads,
-// updating the menu, the badge and open windows, until Close.
+// Watch follows the engine's status, the API's telemetry
+// (stats.subscribe, for the live figures) and the model manager's
+// downloads, updating the menu, the badge and open windows, until Close.
 func (u *UI) Watch() {
 	st, stop := u.d.Runner.Subscribe()
 	u.wg.Add(1)
@@ -123,6 +132,10 @@ func (u *UI) Watch() {
 			}
 		}
 	}()
+	if u.d.APIInfo != nil {
+		u.wg.Add(1)
+		go u.watchTelemetry()
+	}
 	if u.d.Models == nil {
 		return
 	}
@@ -150,6 +163,7 @@ func (u *UI) Watch() {
 // Deps.
 func (u *UI) Close() {
 	u.end()
+	u.conn.close()
 	u.wg.Wait()
 }
 
@@ -193,6 +207,12 @@ func (u *UI) refreshLocked() {
 	}
 	if u.mainView != nil {
 		u.mainView.refreshLocked()
+	}
+	if u.chatView != nil {
+		u.chatView.refreshDemoLocked()
+	}
+	if u.statusView != nil {
+		u.statusView.refreshLocked()
 	}
 }
 

@@ -70,7 +70,7 @@ func newFixture(t *testing.T, mod func(*Deps)) *fixture {
 	}
 	u := New(deps)
 	t.Cleanup(u.Close)
-	return &fixture{u: u, eng: eng, store: store, dirs: d}
+	return &fixture{u: u, eng: deps.Engine, store: store, dirs: d}
 }
 
 type testWriter struct{ t *testing.T }
@@ -129,7 +129,7 @@ func TestTrayStartStop(t *testing.T) {
 			labels = append(labels, it.Label)
 		}
 	}
-	want := []string{"Engine stopped", LabelStart, LabelStop, LabelModels, LabelSettings, LabelCopyAPI, LabelLogs, LabelLogin, LabelQuit}
+	want := []string{"Engine stopped", "No model loaded", LabelStart, LabelStop, LabelChat, LabelStatus, LabelModels, LabelSettings, LabelCopyAPI, LabelLogs, LabelLogin, LabelQuit}
 	if strings.Join(labels, "|") != strings.Join(want, "|") {
 		t.Fatalf("menu items %q, want %q", labels, want)
 	}
@@ -157,6 +157,9 @@ func TestTrayStartStop(t *testing.T) {
 	}
 	if l, _, _ := item(t, u, "status"); l != u.StatusLine() {
 		t.Errorf("status item %q", l)
+	}
+	if l, dis, _ := item(t, u, "detail"); !strings.HasPrefix(l, "Memory in use: ") || strings.HasSuffix(l, " 0 bytes") || !dis {
+		t.Errorf("detail item %q (disabled %v)", l, dis)
 	}
 	if _, dis, _ := item(t, u, LabelStart); !dis {
 		t.Error("Start enabled while ready")
@@ -307,6 +310,11 @@ func TestMainWindowMirrorsMenu(t *testing.T) {
 	u.locked(func() { start = u.mainView.buttons[LabelStart].OnTapped })
 	start()
 	waitFor(t, "ready in the main window", func() bool { read(); return strings.HasSuffix(text, "ready") })
+	var detail string
+	u.locked(func() { detail = u.mainView.detail.Text })
+	if !strings.HasPrefix(detail, "Memory in use: ") {
+		t.Errorf("main window detail %q", detail)
+	}
 	if !startDisabled || stopDisabled {
 		t.Fatalf("ready: start disabled %v stop disabled %v", startDisabled, stopDisabled)
 	}

@@ -23,7 +23,7 @@ func main() {
 	out := flag.String("out", ".", "folder to write the PNG files to")
 	flag.Parse()
 	files := map[string]image.Image{
-		"app.png": appIcon(512),
+		"app.png": appIcon(1024),
 	}
 	for _, st := range states {
 		files["tray_"+st.name+".png"] = trayIcon(64, st.badge, false)
