@@ -16,6 +16,8 @@ import (
 
 	"github.com/strata-llm/strata/api"
 	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/routing"
+	"github.com/strata-llm/strata/internal/dirs"
 	"github.com/strata-llm/strata/internal/logfile"
 	"github.com/strata-llm/strata/internal/runner"
 	"github.com/strata-llm/strata/internal/settings"
@@ -84,11 +86,7 @@ func openProgram(env *cmdEnv, opts programOptions) (p *program, err error) {
 	if _, network, err := p.listenAddr(); err == nil && network {
 		hosts = allowedHosts()
 	}
-	p.engine = engine.New(engine.Options{
-		Threads:       cur.Advanced.Threads,
-		ContextLength: cur.Advanced.ContextLength,
-		Logger:        p.log,
-	})
+	p.engine = engine.New(engineOptions(cur, env.Dirs, p.log))
 	if p.models, err = openModels(env); err != nil {
 		return nil, err
 	}
@@ -289,10 +287,11 @@ func (p *program) watchSettings(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if s.Advanced != first.Advanced {
-				p.engine.SetOptions(engine.Options{Threads: s.Advanced.Threads, ContextLength: s.Advanced.ContextLength})
-				p.log.Info("settings changed: reloading the model with the new threads and context length",
-					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength)
+			p.engine.SetOptions(engineOptions(s, p.env.Dirs, p.log))
+			if s.Advanced != first.Advanced || s.Memory.ExpertCacheGB != first.Memory.ExpertCacheGB ||
+				s.Memory.LearnUsage != first.Memory.LearnUsage {
+				p.log.Info("settings changed: reloading the model with the new threads, context length or expert cache",
+					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength, "expert_cache_gb", s.Memory.ExpertCacheGB)
 				go func() {
 					if err := p.runner.Reload(ctx); err != nil && ctx.Err() == nil {
 						p.log.Error("reloading the model after a settings change", "err", err)
@@ -377,4 +376,28 @@ func applyHome(env *cmdEnv, home string) error {
 	}
 	env.Dirs = d
 	return nil
+}
+
+// engineOptions are the engine's options from the settings: the one place
+// where settings become engine behaviour. Threads, context length and the
+// expert cache apply when the model next loads (watchSettings reloads it);
+// cache-aware routing from the next generation.
+func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger) engine.Options {
+	o := engine.Options{
+		Threads:       s.Advanced.Threads,
+		ContextLength: s.Advanced.ContextLength,
+		ExpertCache:   int64(s.Memory.ExpertCacheGB * 1e9),
+		Logger:        log,
+		Routing: routing.CacheRoute{
+			Enabled:      s.Routing.Enabled,
+			Lambda:       s.Routing.Strength,
+			ProtectedTop: s.Routing.ProtectedTop,
+			AlwaysKept:   s.Routing.AlwaysKept,
+			MaxRank:      s.Routing.MaxRankWindow,
+		},
+	}
+	if s.Memory.LearnUsage && d.Data != "" {
+		o.HistoryDir = filepath.Join(d.Data, "usage")
+	}
+	return o
 }

@@ -135,7 +135,8 @@ type Routing struct {
 
 // Memory configures what stays in memory.
 type Memory struct {
-	ExpertCacheGB     float64 `json:"expert_cache_gb"`     // 0: automatic, from installed RAM
+	ExpertCacheGB     float64 `json:"expert_cache_gb"`     // 0: automatic, from the memory this process may use
+	LearnUsage        bool    `json:"learn_usage"`         // keep a history of which experts are used, to warm the cache
 	KeepLoadedMinutes int     `json:"keep_loaded_minutes"` // 0: unload at once; -1: forever
 }
 
@@ -163,7 +164,7 @@ func Defaults() Settings {
 	return Settings{
 		Speculation: Speculation{Enabled: true, AutoDepth: true, MaxDraftTokens: 8, MinDraftProb: 0.1, PromptLookup: true},
 		Routing:     Routing{Enabled: false, Strength: 2, ProtectedTop: 2, MaxRankWindow: 16, AlwaysKept: 1},
-		Memory:      Memory{ExpertCacheGB: 0, KeepLoadedMinutes: DefaultKeepLoadedMinutes},
+		Memory:      Memory{ExpertCacheGB: 0, KeepLoadedMinutes: DefaultKeepLoadedMinutes, LearnUsage: true},
 		API:         API{Port: DefaultPort, AllowNetwork: false},
 		Advanced:    Advanced{Threads: 0, ContextLength: 0},
 	}
@@ -230,26 +231,29 @@ var fields = []Field{
 		Help: "Takes guesses from text already in the conversation, which helps when answers repeat or quote it.",
 		ptr:  func(s *Settings) any { return &s.Speculation.PromptLookup }},
 
-	{Key: "routing.enabled", Group: GroupRouting, Label: "Cache-aware routing", Kind: Bool,
+	{Key: "routing.enabled", Group: GroupRouting, Label: "Cache-aware routing", Kind: Bool, Live: true,
 		Help: "Prefers parts of the model already in memory, trading a little exactness for speed when the model streams from disk.",
 		ptr:  func(s *Settings) any { return &s.Routing.Enabled }},
-	{Key: "routing.strength", Group: GroupRouting, Label: "Strength (λ)", Kind: Float, Min: 1, Max: 10,
+	{Key: "routing.strength", Group: GroupRouting, Label: "Strength (λ)", Kind: Float, Live: true, Min: 1, Max: 10,
 		Help: "How strongly parts already in memory are preferred; 1 means not at all.",
 		ptr:  func(s *Settings) any { return &s.Routing.Strength }},
-	{Key: "routing.protected_ranks", Group: GroupRouting, Label: "Protected top ranks", Kind: Int, Min: 0, Max: 64,
+	{Key: "routing.protected_ranks", Group: GroupRouting, Label: "Protected top ranks", Kind: Int, Live: true, Min: 0, Max: 64,
 		Help: "This many of the model's first choices are always kept, whatever is in memory.",
 		ptr:  func(s *Settings) any { return &s.Routing.ProtectedTop }},
-	{Key: "routing.max_rank_window", Group: GroupRouting, Label: "Max-rank window (M)", Kind: Int, Min: 1, Max: 512,
+	{Key: "routing.max_rank_window", Group: GroupRouting, Label: "Max-rank window (M)", Kind: Int, Live: true, Min: 1, Max: 512,
 		Help: "A part in memory may stand in only if the model ranked it among its top M choices.",
 		ptr:  func(s *Settings) any { return &s.Routing.MaxRankWindow }},
-	{Key: "routing.always_kept", Group: GroupRouting, Label: "Always kept (J)", Kind: Int, Min: 0, Max: 64,
+	{Key: "routing.always_kept", Group: GroupRouting, Label: "Always kept (J)", Kind: Int, Live: true, Min: 0, Max: 64,
 		Help: "The model's top J choices are always used, never swapped for a part in memory.",
 		ptr:  func(s *Settings) any { return &s.Routing.AlwaysKept }},
 
 	{Key: "memory.expert_cache_gb", Group: GroupMemory, Label: "Expert cache budget (GB)", Kind: Float, Min: 0.5, Max: 4096,
-		Special: map[float64]string{0: "Auto"},
-		Help:    "Memory set aside for model parts streamed from disk; Auto sizes it from the memory this computer has.",
+		Special: map[float64]string{0: "Auto"}, Live: true,
+		Help:    "Memory set aside for model parts streamed from disk (Auto: what this computer can spare now), from the next time the model loads.",
 		ptr:     func(s *Settings) any { return &s.Memory.ExpertCacheGB }},
+	{Key: "memory.learn_usage", Group: GroupMemory, Label: "Learn which parts I use", Kind: Bool, Live: true,
+		Help: "Remembers which model parts your conversations use, so a streamed model starts faster after a restart.",
+		ptr:  func(s *Settings) any { return &s.Memory.LearnUsage }},
 	{Key: "memory.keep_loaded_minutes", Group: GroupMemory, Label: "Keep model loaded (minutes)", Kind: Int, Min: 0, Max: 10080,
 		Special: map[float64]string{KeepForever: "forever"}, Live: true,
 		Help: "How long the model stays in memory after its last use; 0 frees memory at once, forever never does.",
