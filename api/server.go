@@ -381,7 +381,7 @@ func (s *Server) cancelErr(err error) error {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func toGenStats(st engine.Stats) protocol.GenStats {
-	return protocol.GenStats{
+	g := protocol.GenStats{
 		PromptTokens:     st.PromptTokens,
 		GeneratedTokens:  st.GeneratedTokens,
 		TimeToFirstToken: ms(st.TimeToFirstToken),
@@ -390,6 +390,14 @@ func toGenStats(st engine.Stats) protocol.GenStats {
 		TokensPerSecond:  st.TokensPerSecond,
 		FinishReason:     string(st.FinishReason),
 	}
+	if x := st.Experts; x != nil {
+		g.Experts = &protocol.ExpertStats{Hits: x.Hits, Misses: x.Misses, HitRate: x.HitRate, BytesRead: x.BytesRead,
+			ReadMBps: x.ReadMBps, StallSeconds: x.StallSeconds, CacheBytes: x.CacheBytes}
+	}
+	if r := st.Routing; r != nil {
+		g.Routing = &protocol.RoutingStats{Agreement: r.Agreement, KL: r.KL, SwappedPct: r.SwappedPct, ResidentPct: r.ResidentPct}
+	}
+	return g
 }
 
 func toModelInfo(m *engine.ModelInfo) *protocol.ModelInfo {
@@ -399,7 +407,7 @@ func toModelInfo(m *engine.ModelInfo) *protocol.ModelInfo {
 	return &protocol.ModelInfo{
 		Name: m.Name, Path: m.Path, Arch: m.Arch, Layers: m.Layers, Embd: m.Embd, Vocab: m.Vocab,
 		Experts: m.Experts, ExpertsUsed: m.ExpertsUsed, ContextLength: m.ContextLength,
-		FileBytes: m.FileBytes, Demo: m.Demo,
+		FileBytes: m.FileBytes, Demo: m.Demo, Memory: m.Memory, ExpertCacheBytes: m.ExpertCacheBytes,
 	}
 }
 

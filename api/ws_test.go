@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-llm/strata/api/client"
 	"github.com/strata-llm/strata/api/protocol"
+	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/internal/runner"
 )
 
@@ -424,5 +425,31 @@ func TestShutdownClosesClientsWithReason(t *testing.T) {
 	<-c.Done()
 	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "server shutting down") {
 		t.Errorf("connection ended with %v, want the reason", err)
+	}
+}
+
+// A streamed model's done stats carry the expert cache's work, and its
+// status says how the weights are held.
+func TestDoneStatsReportStreaming(t *testing.T) {
+	h := startWith(t, func(rc *runner.Config) {
+		rc.Engine = engine.New(engine.Options{Threads: 2, ContextLength: 512, Streaming: engine.StreamAlways,
+			ExpertCache: 1, Logger: quietLogger()})
+	}, nil)
+	c := h.dial(t)
+	ctx := ctxT(t, 30*time.Second)
+	g, err := c.Complete(ctx, greedy(8, "stream"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := g.Stats.Experts
+	if x == nil || x.Misses == 0 || x.BytesRead == 0 || x.CacheBytes == 0 || x.HitRate < 0 || x.HitRate > 1 {
+		t.Fatalf("done stats of a streamed model: %+v", x)
+	}
+	st, err := c.EngineStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Model == nil || st.Model.Memory != "streaming experts" || st.Model.ExpertCacheBytes == 0 {
+		t.Fatalf("status model %+v", st.Model)
 	}
 }

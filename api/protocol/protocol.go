@@ -300,6 +300,10 @@ type ModelInfo struct {
 	ContextLength int    `json:"context_length"`
 	FileBytes     int64  `json:"file_bytes"`
 	Demo          bool   `json:"demo"` // a demo model with random weights
+	// Memory is how the weights are held: "in memory", "mapped" or
+	// "streaming experts" (from the SSD into a cache of ExpertCacheBytes).
+	Memory           string `json:"memory,omitempty"`
+	ExpertCacheBytes int64  `json:"expert_cache_bytes,omitempty"`
 }
 
 // EngineStatus is the engine's state.
@@ -332,6 +336,30 @@ type GenStats struct {
 	PromptPerSecond  float64 `json:"prompt_tokens_per_second"`
 	TokensPerSecond  float64 `json:"tokens_per_second"`
 	FinishReason     string  `json:"finish_reason"` // stop, length, cancelled
+	// Experts is the expert cache's work when experts stream from the SSD.
+	Experts *ExpertStats `json:"experts,omitempty"`
+	// Routing describes cache-aware routing's choices when it is on.
+	Routing *RoutingStats `json:"routing,omitempty"`
+}
+
+// ExpertStats describe expert streaming over one generation.
+type ExpertStats struct {
+	Hits         int64   `json:"hits"`               // experts found in the cache (or being read ahead)
+	Misses       int64   `json:"misses"`             // experts read while a layer waited
+	HitRate      float64 `json:"hit_rate"`           // hits / (hits + misses)
+	BytesRead    int64   `json:"bytes_read"`         // from the SSD
+	ReadMBps     float64 `json:"read_mb_per_second"` // bytes read / the generation's time
+	StallSeconds float64 `json:"stall_seconds"`      // time layers waited for experts
+	CacheBytes   int64   `json:"cache_bytes"`
+}
+
+// RoutingStats describe cache-aware routing over one generation, against
+// exact routing of the same hidden states.
+type RoutingStats struct {
+	Agreement   float64 `json:"agreement"`    // mean |chosen ∩ true top-k| / k
+	KL          float64 `json:"kl"`           // mean KL of the chosen weights from the true top-k ones
+	SwappedPct  float64 `json:"swapped_pct"`  // % of slots given to an expert outside the true top-k
+	ResidentPct float64 `json:"resident_pct"` // % of chosen experts that were resident
 }
 
 // ModelEntry is one model of models.list.
