@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -26,6 +27,9 @@ type settingsForm struct {
 	content fyne.CanvasObject
 	inner   fyne.CanvasObject // the scrolled part
 	bottom  fyne.CanvasObject // status and buttons
+
+	origins    *widget.Entry // allowed web pages, one origin per line
+	originsErr *widget.Label
 }
 
 // fieldRow is one knob's controls.
@@ -90,6 +94,24 @@ func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
 			group.Add(widget.NewButton("Regenerate token", f.regenerate))
 		}
 	}
+	// Browser access: a list, so it is not one of the fields above.
+	group.Add(widget.NewLabelWithStyle("Browser access", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+	group.Add(widget.NewLabel(""))
+	f.origins = widget.NewMultiLineEntry()
+	f.origins.SetPlaceHolder("https://app.example\nchrome-extension://ID")
+	f.origins.SetMinRowsVisible(3)
+	f.originsErr = widget.NewLabel("")
+	f.originsErr.Importance = widget.DangerImportance
+	f.originsErr.Wrapping = fyne.TextWrapWord
+	f.originsErr.Hide()
+	oh := widget.NewLabel("Web pages and browser extensions that may use Strata, one per line (scheme://host[:port]). " +
+		settings.BrowserRisk + " Default: none.")
+	oh.Wrapping = fyne.TextWrapWord
+	oh.SizeName = theme.SizeNameCaptionText
+	oh.Importance = widget.LowImportance
+	group.Add(widget.NewLabel("Allowed web pages"))
+	group.Add(container.NewVBox(f.origins, oh, f.originsErr))
+
 	f.apply = widget.NewButton("Apply", func() { f.Apply() })
 	f.apply.Importance = widget.HighImportance
 	f.reset = widget.NewButton("Reset to defaults", func() { f.Reset() })
@@ -138,6 +160,24 @@ func (f *settingsForm) load(s settings.Settings) {
 		}
 		r.setErr("")
 	}
+	f.origins.SetText(strings.Join(s.Browser.AllowedOrigins.List(), "\n"))
+	f.originsErr.Hide()
+}
+
+// parseOrigins reads the origins list, one per line (blank lines ignored).
+func (f *settingsForm) parseOrigins() (settings.Origins, error) {
+	var list []string
+	for _, line := range strings.Split(f.origins.Text, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		o, err := settings.CheckOrigin(line)
+		if err != nil {
+			return settings.Origins{}, err
+		}
+		list = append(list, o)
+	}
+	return settings.NewOrigins(list...), nil
 }
 
 func (r *fieldRow) setErr(msg string) {
@@ -170,8 +210,20 @@ func (f *settingsForm) Apply() bool {
 			bad++
 		}
 	}
+	f.originsErr.Hide()
+	if o, err := f.parseOrigins(); err != nil {
+		f.originsErr.SetText(capitalize(err.Error()) + ".")
+		f.originsErr.Show()
+		bad++
+	} else {
+		s.Browser.AllowedOrigins = o
+	}
 	if bad == 0 {
 		for _, fe := range s.Check() {
+			if fe.Key == "browser.allowed_origins" {
+				f.originsErr.SetText(capitalize(fe.Msg) + ".")
+				f.originsErr.Show()
+			}
 			if r, ok := f.rows[fe.Key]; ok {
 				r.setErr(capitalize(fe.Msg) + ".")
 			}

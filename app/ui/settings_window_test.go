@@ -139,3 +139,33 @@ func captureAll(w fyne.Window, scrolled, fixed fyne.CanvasObject) image.Image {
 	w.Resize(old)
 	return img
 }
+
+// The allowed web pages are a list, one origin per line: valid ones are
+// saved as browsers send them, an invalid one is refused under the list.
+func TestSettingsWindowOrigins(t *testing.T) {
+	fx := newFixture(t, nil)
+	u := fx.u
+	u.ShowSettings()
+	f := u.settingsForm
+	f.origins.SetText("https://App.Example\n\nchrome-extension://abcdef")
+	if !f.Apply() {
+		t.Fatalf("valid origins refused: %s", f.originsErr.Text)
+	}
+	got := u.d.Settings.Get().Browser.AllowedOrigins.List()
+	if len(got) != 2 || got[0] != "https://app.example" || got[1] != "chrome-extension://abcdef" {
+		t.Fatalf("saved origins %v", got)
+	}
+	f.origins.SetText("https://ok.example\nhttps://*.example/path")
+	if f.Apply() {
+		t.Fatal("an origin with a wildcard and a path was accepted")
+	}
+	if f.originsErr.Hidden || !strings.Contains(f.originsErr.Text, "only a host and port") {
+		t.Fatalf("origin error %q", f.originsErr.Text)
+	}
+	if got := u.d.Settings.Get().Browser.AllowedOrigins.List(); len(got) != 2 {
+		t.Fatalf("a refused list changed the settings: %v", got)
+	}
+	if !f.Reset() || f.origins.Text != "" {
+		t.Fatalf("reset left %q", f.origins.Text)
+	}
+}
