@@ -8,12 +8,14 @@ import (
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
+	"github.com/strata-llm/strata/engine/model/qwen3next"
 )
 
 // architectures are the architectures the engine runs: adding one is its
 // package and one entry here.
 var architectures = model.NewRegistry(
 	qwen3moe.Architecture,
+	qwen3next.Architecture,
 )
 
 // SupportedArchs lists the GGUF architectures the engine can load, sorted.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"strings"
 
 	"github.com/strata-llm/strata/engine/experts"
@@ -80,7 +81,27 @@ func kvEstimate(f *gguf.File, nCtx int) int64 {
 			}
 		}
 	}
-	return int64(layers) * int64(nCtx) * int64(heads) * int64(dim) * 2 * 2
+	kv := int64(layers) * int64(nCtx) * int64(heads) * int64(dim) * 2 * 2
+	return kv + recurrentEstimate(f, int64(layers))
+}
+
+// recurrentEstimate is an upper bound of the recurrent state of hybrid
+// models (qwen3next): every layer's DeltaNet state and convolution window,
+// live and in each rollback checkpoint.
+func recurrentEstimate(f *gguf.File, layers int64) int64 {
+	state, ok := f.ArchUint("ssm.state_size")
+	if !ok {
+		return 0
+	}
+	vheads, _ := f.ArchUint("ssm.time_step_rank")
+	groups, _ := f.ArchUint("ssm.group_count")
+	taps, _ := f.ArchUint("ssm.conv_kernel")
+	if state > 1024 || vheads > 1024 || groups > 1024 || taps > 64 {
+		return 0 // out of range: opening the model refuses it
+	}
+	conv := (2*groups + vheads) * state * max(taps, 1) // ≥ (taps-1) channels' window
+	per := 4 * int64(vheads*state*state+conv)
+	return layers * per * (qwen3next.Checkpoints + 1)
 }
 
 // planMemory decides how to hold f: in memory when it fits half of RAM

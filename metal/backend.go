@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/strata-llm/strata/engine/backend"
+	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/ggml"
 )
 
@@ -27,7 +28,8 @@ type Backend struct {
 	stage   []*stageBuf
 	back    []copyBack
 	err     error
-	warm    *Commands // WarmUp's dispatches
+	warm    *Commands    // WarmUp's dispatches
+	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
 }
 
 type region struct {
@@ -376,4 +378,64 @@ func (b *Backend) Sync() error {
 }
 
 // Close implements backend.Backend.
-func (b *Backend) Close() error { return b.dev.Close() }
+func (b *Backend) Close() error {
+	if b.host != nil {
+		b.host.Close()
+	}
+	return b.dev.Close()
+}
+
+// The recurrent (gated DeltaNet) ops have no Metal kernels yet: they run on
+// the host, on the same memory, after the ops recorded before them (Sync),
+// with the CPU backend's code, so a qwen3next graph runs on this backend
+// exactly as on the CPU for those steps.
+
+func (b *Backend) hostOps() *cpu.Backend {
+	if b.host == nil {
+		b.host = cpu.NewBackend(1)
+	}
+	return b.host
+}
+
+func (b *Backend) syncForHost() bool {
+	if err := b.Sync(); err != nil {
+		b.fail(err)
+		return false
+	}
+	return true
+}
+
+// SplitHeads implements backend.Backend on the host.
+func (b *Backend) SplitHeads(dst0, dst1, x []float32, rows, heads, d0, d1 int) {
+	if b.syncForHost() {
+		b.hostOps().SplitHeads(dst0, dst1, x, rows, heads, d0, d1)
+	}
+}
+
+// SigmoidMul implements backend.Backend on the host.
+func (b *Backend) SigmoidMul(x, g []float32, rows int) {
+	if b.syncForHost() {
+		b.hostOps().SigmoidMul(x, g, rows)
+	}
+}
+
+// GatedRMSNorm implements backend.Backend on the host.
+func (b *Backend) GatedRMSNorm(x, z, w []float32, rows int, eps float32) {
+	if b.syncForHost() {
+		b.hostOps().GatedRMSNorm(x, z, w, rows, eps)
+	}
+}
+
+// CausalConv implements backend.Backend on the host.
+func (b *Backend) CausalConv(out, x, state, w []float32, rows, channels, taps int, snaps [][]float32) {
+	if b.syncForHost() {
+		b.hostOps().CausalConv(out, x, state, w, rows, channels, taps, snaps)
+	}
+}
+
+// GatedDeltaNet implements backend.Backend on the host.
+func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []float32, rows int, state []float32, snaps [][]float32, out []float32) {
+	if b.syncForHost() {
+		b.hostOps().GatedDeltaNet(p, qkv, beta, alpha, rows, state, snaps, out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
+	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"github.com/strata-llm/strata/engine/synth"
 	"github.com/strata-llm/strata/metal"
 )
@@ -81,5 +82,58 @@ func TestBackendQwen3MoEMatchesCPU(t *testing.T) {
 			}
 			t.Logf("%s: worst max |Δlogit| %.3g σ", typ, worst)
 		})
+	}
+}
+
+// qwen3next on the Metal backend: its gated DeltaNet steps run on the host
+// (no Metal kernels yet), the rest on the device; logits equal the CPU
+// backend's on the same weights in F32 within logitBound.
+func TestBackendQwen3NextMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	cfg := synth.Defaults(synth.ArchQwen3Next)
+	cfg.Type, cfg.Seed = ggml.Q4_K, 5
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(ctx, path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mg, err := qwen3next.Open(f, model.Options{Backend: metal.NewBackend(testDevice(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32, err := gguf.Open(dequantized(t, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f32.Close()
+	mc, err := qwen3next.Open(f32, model.Options{Backend: cpu.NewBackend(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg, _ := mg.NewSession(32)
+	sc, _ := mc.NewSession(32)
+	for step, toks := range [][]int32{{3, 99, 512, 7, 7}, {42}, {1000}} {
+		logits := make([]bool, len(toks))
+		for i := range logits {
+			logits[i] = true
+		}
+		bg := model.Batch{Tokens: toks, Logits: logits}
+		bc := model.Batch{Tokens: toks, Logits: logits}
+		if err := sg.Forward(ctx, &bg); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.Forward(ctx, &bc); err != nil {
+			t.Fatal(err)
+		}
+		for r := range toks {
+			d, sd, same := compareLogits(bg.Out[r], bc.Out[r])
+			if d/sd > logitBound || !same {
+				t.Fatalf("step %d row %d: max |Δlogit| %.3g σ (bound %g), same top token %v", step, r, d/sd, logitBound, same)
+			}
+		}
 	}
 }

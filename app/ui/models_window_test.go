@@ -184,8 +184,8 @@ func TestModelsWindowDownload(t *testing.T) {
 // download.
 func TestModelsWindowNeedsNewerStrata(t *testing.T) {
 	cat, err := models.LoadCatalog([]byte(`{"version":1,"models":[
-		{"name":"next-test","display":"Next test model","description":"A qwen3next entry.",
-		"family":"test","arch":"qwen3next","quant":"Q4_K_M","approx_size_bytes":48500000000,
+		{"name":"next-test","display":"Next test model","description":"A qwen4exp entry.",
+		"family":"test","arch":"qwen4exp","quant":"Q4_K_M","approx_size_bytes":48500000000,
 		"ram_recommended_bytes":68719476736,"ram_min_bytes":17179869184,
 		"files":[{"url":"https://example.invalid/next-00001-of-00002.gguf","size":0,"sha256":""},
 		         {"url":"https://example.invalid/next-00002-of-00002.gguf","size":0,"sha256":""}]}]}`))

@@ -125,9 +125,50 @@ type Backend interface {
 	// wts[r*used+k] · src[r*used+k] (in that order, as ggml adds the expert
 	// views) into out[r], then adds out[r] into x[r]. Rows have embd values.
 	Combine(x, out []float32, rows, embd, used int, wts []float32, src [][]float32)
+	// SplitHeads splits each of rows rows of x, made of heads groups of
+	// d0+d1 values, into dst0 ([rows][heads*d0], the first d0 values of
+	// each group) and dst1 ([rows][heads*d1], the rest): a query packed
+	// with its gate, or DeltaNet's beta/alpha pairs.
+	SplitHeads(dst0, dst1, x []float32, rows, heads, d0, d1 int)
+	// SigmoidMul multiplies each of rows rows of x by sigmoid(g) (ggml's
+	// 1/(1+expf(-g))): g holds either as many values per row as x (a gate
+	// per element) or one (a gate per row, broadcast).
+	SigmoidMul(x, g []float32, rows int)
+	// GatedRMSNorm replaces each of rows groups of len(w) values of x by
+	// RMSNorm(x)·w·silu(z), with z laid out as x (llama.cpp's
+	// build_norm_gated: ggml_rms_norm, ggml_mul by w, ggml_mul by ggml_silu).
+	GatedRMSNorm(x, z, w []float32, rows int, eps float32)
+	// CausalConv computes, for each of rows rows of x ([rows][channels]),
+	// a causal depthwise convolution over the sequence formed by state
+	// ([channels][taps-1], the inputs before row 0, oldest first) and x,
+	// with w ([channels][taps]), followed by SiLU, into out
+	// ([rows][channels]) (ggml_ssm_conv then ggml_silu). state is replaced
+	// by the last taps-1 inputs; snaps[i], if any, receives the state as it
+	// is after row rows-len(snaps)+i (len(snaps) ≤ rows).
+	CausalConv(out, x, state, w []float32, rows, channels, taps int, snaps [][]float32)
+	// GatedDeltaNet runs the gated delta rule (ggml_gated_delta_net as
+	// llama.cpp's CPU backend computes it, one token after another) for
+	// rows rows, updating state ([ValueHeads][Dim][Dim], row j of head h
+	// is column j of its state matrix) in place; see DeltaNetParams for
+	// the inputs. snaps works as in CausalConv. out is [rows][ValueHeads*Dim].
+	GatedDeltaNet(p DeltaNetParams, qkv, b, a []float32, rows int, state []float32, snaps [][]float32, out []float32)
 	// Sync waits until every queued op has run, so the host may read
 	// their results.
 	Sync() error
 	// Close frees the backend's threads and memory.
 	Close() error
+}
+
+// DeltaNetParams describe one gated DeltaNet layer's recurrence. Its
+// inputs per row are qkv (the convolved projections: KeyHeads query heads,
+// KeyHeads key heads, then ValueHeads value heads, each of Dim values),
+// and b, a (ValueHeads values each). Query and key heads are L2-normalised
+// with Eps (ggml_l2_norm) and value head h uses key head h/(ValueHeads/
+// KeyHeads); beta = sigmoid(b), the decay g = softplus(a+DtBias)·A
+// (softplus(x) = x above 20), and per head
+// S ← exp(g)·S; S += k ⊗ beta·(v − Sᵀk); out = Sᵀq / sqrt(Dim).
+type DeltaNetParams struct {
+	KeyHeads, ValueHeads, Dim int
+	DtBias, A                 []float32 // [ValueHeads]: ssm_dt.bias, ssm_a
+	Eps                       float32
 }

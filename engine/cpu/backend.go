@@ -30,6 +30,8 @@ type Backend struct {
 	rows    rowOp
 	attn    attnTask
 	experts expertsOp
+	conv    convTask
+	delta   deltaTask
 
 	mats []*backend.Matrix // every matrix made, for WarmUp
 	warm warmTask
@@ -176,6 +178,7 @@ const (
 	opStoreKV
 	opSoftmax
 	opCombine
+	opGatedNorm
 )
 
 func (r *rowOp) Run(_, t int) {
@@ -222,6 +225,9 @@ func (r *rowOp) Run(_, t int) {
 			}
 		}
 		Add(r.x[t*e:(t+1)*e], out)
+	case opGatedNorm:
+		c := r.cols
+		gatedNorm(r.x[t*c:(t+1)*c], r.out[t*c:(t+1)*c], r.w, r.eps)
 	}
 }
 

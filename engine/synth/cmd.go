@@ -29,6 +29,8 @@ func Main(ctx context.Context, args []string, stdout io.Writer) error {
 		{"experts", "experts per layer"}, {"used", "experts per token"},
 		{"ff-expert", "expert FFN size"}, {"ff-shared", "shared expert FFN size (qwen3next, qwen4exp)"},
 		{"vocab", "vocabulary size"}, {"ctx", "training context length"},
+		{"ssm-state", "DeltaNet head size (qwen3next, qwen4exp)"}, {"ssm-groups", "DeltaNet key heads (qwen3next, qwen4exp)"},
+		{"ssm-v-heads", "DeltaNet value heads (qwen3next, qwen4exp)"},
 	} {
 		ints[f.name] = fs.Int(f.name, 0, f.usage+" (default: the architecture's tiny default)")
 	}
@@ -59,6 +61,7 @@ func Main(ctx context.Context, args []string, stdout io.Writer) error {
 		"layers": &cfg.Layers, "embd": &cfg.Embd, "heads": &cfg.Heads, "heads-kv": &cfg.HeadsKV,
 		"head-dim": &cfg.HeadDim, "experts": &cfg.Experts, "used": &cfg.ExpertsUsed,
 		"ff-expert": &cfg.FFExpert, "ff-shared": &cfg.FFShared, "vocab": &cfg.Vocab, "ctx": &cfg.CtxLen,
+		"ssm-state": &cfg.SSMState, "ssm-groups": &cfg.SSMGroups, "ssm-v-heads": &cfg.SSMVHeads,
 	} {
 		if set[name] {
 			*dst = *ints[name]

@@ -87,12 +87,12 @@ func (buf *HeadBuf) Bytes() int64 {
 
 // Bytes is what the buffers hold.
 func (buf *AttnBuf) Bytes() int64 {
-	return 4 * int64(cap(buf.q)+cap(buf.k)+cap(buf.v)+cap(buf.att))
+	return 4 * int64(cap(buf.q)+cap(buf.k)+cap(buf.v)+cap(buf.att)+cap(buf.qg)+cap(buf.gate))
 }
 
 // Bytes is what the buffers hold.
 func (buf *MoEBuf) Bytes() int64 {
-	n := cap(buf.logits) + cap(buf.out)
+	n := cap(buf.logits) + cap(buf.out) + cap(buf.shared) + cap(buf.sgate)
 	for _, o := range buf.outs {
 		n += cap(o)
 	}

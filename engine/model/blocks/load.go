@@ -32,8 +32,18 @@ func (l *Loader) Has(name string) bool {
 
 // Vec reads a 1-D tensor of n elements as float32 (converting it if it is
 // stored in another type).
-func (l *Loader) Vec(name string, n int) ([]float32, error) {
-	t, err := l.File.Expect(name, uint64(n))
+func (l *Loader) Vec(name string, n int) ([]float32, error) { return l.Floats(name, n) }
+
+// Floats reads a tensor of ggml shape dims as float32 (converting it if it
+// is stored in another type).
+func (l *Loader) Floats(name string, dims ...int) ([]float32, error) {
+	ud := make([]uint64, len(dims))
+	n := 1
+	for i, d := range dims {
+		ud[i] = uint64(d)
+		n *= d
+	}
+	t, err := l.File.Expect(name, ud...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.Arch, err)
 	}
@@ -57,6 +67,20 @@ func (l *Loader) Mat(name string, cols, rows int) (*backend.Matrix, error) {
 		return nil, fmt.Errorf("%s: %w", l.Arch, err)
 	}
 	m, err := l.Backend.NewMatrix(t.Type, l.File.Data(t), rows, cols)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", l.Arch, name, err)
+	}
+	return m, nil
+}
+
+// RowMat reads a 1-D weight of n elements as a 1×n matrix (a projection to
+// one value, e.g. ffn_gate_inp_shexp).
+func (l *Loader) RowMat(name string, n int) (*backend.Matrix, error) {
+	t, err := l.File.Expect(name, uint64(n))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.Arch, err)
+	}
+	m, err := l.Backend.NewMatrix(t.Type, l.File.Data(t), 1, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", l.Arch, name, err)
 	}

@@ -31,6 +31,18 @@ type MoE struct {
 	Routing *routing.State
 	// Usage records each row's chosen experts (nil: not recorded).
 	Usage model.UsageRecorder
+	// Shared, if not nil, is an expert every token uses, added to the
+	// routed experts' sum (qwen3next).
+	Shared *SharedExpert
+}
+
+// SharedExpert is a dense SwiGLU FFN of FF hidden values whose output is
+// scaled by sigmoid(Gate·x) per token (llama.cpp's ffn_*_shexp and
+// ffn_gate_inp_shexp).
+type SharedExpert struct {
+	W    backend.ExpertWeights
+	FF   int
+	Gate *backend.Matrix // [1 × embd]
 }
 
 // predictRows is the largest batch whose next-layer experts are predicted:
@@ -53,6 +65,10 @@ type MoEBuf struct {
 	ready  []int
 	done   []bool
 	out    []float32 // [rows][embd] combine scratch
+	shared []float32 // [rows][embd] the shared expert's output
+	sgate  []float32 // [rows] its gate
+	all    []int32   // 0..rows-1
+	sjob   [1]backend.ExpertJob
 	pred   []float32 // [rows][experts] next layer's router probabilities
 	next   []int32   // predicted experts of the next layer
 	inNext []bool
@@ -154,6 +170,12 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	}
 	done := buf.done[:na]
 	clear(done)
+	var sh []float32
+	if m.Shared != nil {
+		if sh, err = m.shared(be, xn, rows, buf); err != nil {
+			return err
+		}
+	}
 	first := true
 	for left := na; left > 0; {
 		buf.ready, err = f.Ready(ctx, buf.ready[:0])
@@ -183,8 +205,37 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	if len(buf.out) < rows*e {
 		buf.out = be.Alloc(rows * e)
 	}
-	be.Combine(x, buf.out[:rows*e], rows, e, nu, wts, buf.src[:rows*nu])
-	return be.Sync() // the experts are released when this returns
+	if sh == nil {
+		be.Combine(x, buf.out[:rows*e], rows, e, nu, wts, buf.src[:rows*nu])
+		return be.Sync() // the experts are released when this returns
+	}
+	// llama.cpp adds moe_out + shared, then the residual: Combine adds the
+	// routed sum into the shared output (a+b = b+a exactly), which then
+	// goes into x.
+	be.Combine(sh, buf.out[:rows*e], rows, e, nu, wts, buf.src[:rows*nu])
+	be.Add(x, sh)
+	return be.Sync()
+}
+
+// shared computes the gated shared expert of rows rows of xn.
+func (m *MoE) shared(be backend.Backend, xn []float32, rows int, buf *MoEBuf) ([]float32, error) {
+	e, s := m.Embd, m.Shared
+	if len(buf.shared) < rows*e {
+		buf.shared, buf.sgate = be.Alloc(rows*e), be.Alloc(rows)
+	}
+	for len(buf.all) < rows {
+		buf.all = append(buf.all, int32(len(buf.all)))
+	}
+	sh, g := buf.shared[:rows*e], buf.sgate[:rows]
+	be.Linear(s.Gate, xn, rows, g)
+	buf.sjob[0] = backend.ExpertJob{W: s.W, Rows: buf.all[:rows], Out: sh}
+	err := be.ExpertsFFN(xn, rows, e, s.FF, buf.sjob[:], false)
+	buf.sjob[0] = backend.ExpertJob{}
+	if err != nil {
+		return nil, fmt.Errorf("layer %d: shared expert: %w", m.Layer, err)
+	}
+	be.SigmoidMul(sh, g, rows)
+	return sh, nil
 }
 
 // readAhead applies the next layer's router to this layer's input and
