@@ -92,15 +92,15 @@ func TestQwen3NextMatchesLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cases := []oracleCase{{"fixture/Q8_0", testfix.Path(t, testfix.Qwen3NextQ8_0), fixtureNextBounds}}
+	cases := []oracleCase{{"fixture/Q8_0", testfix.Path(t, testfix.Qwen3NextQ8_0), fixtureNextBounds, 0}}
 	tmp := t.TempDir()
 	for _, typ := range synth.Types {
-		cases = append(cases, oracleCase{"synth/" + typ.String(), filepath.Join(tmp, typ.String()+".gguf"), nextQuantBounds})
+		cases = append(cases, oracleCase{"synth/" + typ.String(), filepath.Join(tmp, typ.String()+".gguf"), nextQuantBounds, 0})
 		if typ == ggml.F32 || typ == ggml.F16 || typ == ggml.BF16 {
 			cases[len(cases)-1].bound = exactBounds
 		}
 	}
-	cases = append(cases, oracleCase{"synth/Q4_K_M", filepath.Join(tmp, "Q4_K_M.gguf"), nextQuantBounds})
+	cases = append(cases, oracleCase{"synth/Q4_K_M", filepath.Join(tmp, "Q4_K_M.gguf"), nextQuantBounds, 0})
 	// One llama.cpp run for all files (starting it costs about a second).
 	tokens := randomTokens(24, 1024, 1)
 	var jobs []oracle.Job

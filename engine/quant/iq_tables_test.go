@@ -42,6 +42,13 @@ func iqTableBytes() map[string][]byte {
 	for _, x := range kvaluesIQ4NL {
 		kvals = append(kvals, uint64(uint8(x)))
 	}
+	var grid3s, fp4 []uint64
+	for _, x := range iq3sGrid {
+		grid3s = append(grid3s, uint64(x))
+	}
+	for _, x := range kvaluesFP4 {
+		fp4 = append(fp4, uint64(uint8(x)))
+	}
 	return map[string][]byte{
 		"kmask_iq2xs":   le(u8(kmaskIQ2XS[:]), 1),
 		"ksigns_iq2xs":  le(ksigns, 1),
@@ -50,6 +57,10 @@ func iqTableBytes() map[string][]byte {
 		"iq2xs_grid":    le(iq2xsGrid[:], 8),
 		"iq3xxs_grid":   le(grid3, 4),
 		"kvalues_iq4nl": le(kvals, 1),
+		"iq2s_grid":     le(iq2sGrid[:], 8),
+		"iq3s_grid":     le(grid3s, 4),
+		"iq1s_grid":     le(iq1sGrid[:], 8),
+		"kvalues_fp4":   le(fp4, 1),
 	}
 }
 
@@ -65,6 +76,10 @@ func TestIQTablesChecksum(t *testing.T) {
 		"iq2xs_grid":    "06e47aaca60b4dc1d9b5a3f34540437058a6b142b4d7a59d5ded769b4d1bf1de",
 		"iq3xxs_grid":   "46e35f5a997efdee6c99ce57854c8a0d4f0ff8ca57e5e8a60c0793ea580acf5d",
 		"kvalues_iq4nl": "61aa47540aa024b5d6ddaa839b84ffe59f3d5a349af5c6c7ffcb5e0474b46163",
+		"iq2s_grid":     "e1aa1473412b0552c2174c30ef22ab4073f6a181b85a17056e8249bd2932fd88",
+		"iq3s_grid":     "bd1af4945a1717c65610b0284e4628b9a1ba3b306fae3a06f6e5f597356e349f",
+		"iq1s_grid":     "07540ffc1aeaf6ad4d97e96b0fcc765aae39671d4ae4a27bbd0e796fde167c6a",
+		"kvalues_fp4":   "adf76b672d47eb7fc0afd4db132d548d59d3190aa0ad118fdbf569d5fd478f97",
 	}
 	for name, b := range iqTableBytes() {
 		sum := sha256.Sum256(b)
@@ -132,9 +147,10 @@ func TestIQTablesMatchHeader(t *testing.T) {
 	if err != nil {
 		t.Fatalf("llama.cpp header: %v", err)
 	}
-	widths := map[string]int{"kmask_iq2xs": 1, "ksigns_iq2xs": 1, "ksigns64": 8, "iq2xxs_grid": 8, "iq2xs_grid": 8, "iq3xxs_grid": 4, "kvalues_iq4nl": 1}
+	widths := map[string]int{"kmask_iq2xs": 1, "ksigns_iq2xs": 1, "ksigns64": 8, "iq2xxs_grid": 8, "iq2xs_grid": 8, "iq3xxs_grid": 4, "kvalues_iq4nl": 1,
+		"iq2s_grid": 8, "iq3s_grid": 4, "iq1s_grid": 8, "kvalues_fp4": 1}
 	for name, b := range iqTableBytes() {
-		re := regexp.MustCompile(`GGML_TABLE_BEGIN\(\w+, ` + name + `, \d+\)([^G]*)GGML_TABLE_END`)
+		re := regexp.MustCompile(`GGML_TABLE_BEGIN\(\w+, ` + name + `, \w+\)([^G]*)GGML_TABLE_END`)
 		m := re.FindSubmatch(src)
 		if m == nil {
 			t.Errorf("%s not found in header", name)

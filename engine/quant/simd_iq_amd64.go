@@ -21,6 +21,8 @@ func init() {
 	simdDots[ggml.IQ2_XS] = simdKernel{name: "avx2", dot: dotIQ2XSAVX2}
 	simdDots[ggml.IQ3_XXS] = simdKernel{name: "avx2", dot: dotIQ3XXSAVX2}
 	simdDots[ggml.IQ4_XS] = simdKernel{name: "avx2", dot: dotIQ4XSAVX2}
+	simdDots[ggml.IQ3_S] = simdKernel{name: "avx2", dot: dotIQ3SAVX2}
+	simdDots[ggml.IQ2_S] = simdKernel{name: "avx2", dot: dotIQ2SAVX2}
 }
 
 // The assembly routines take nb >= 1 whole blocks of weights at w and of
@@ -37,6 +39,12 @@ func iq3xxsDotAVX2(w, a *byte, nb int) float32
 
 //go:noescape
 func iq4xsDotAVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func iq3sDotAVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func iq2sDotAVX2(w, a *byte, nb int) float32
 
 // simdIQBlocks returns the number of blocks in n elements after checking
 // that w (blocks of wsize bytes) and a (Q8_K blocks) hold them all within
@@ -83,4 +91,20 @@ func dotIQ4XSAVX2(n int, w, a []byte) float32 {
 		return 0
 	}
 	return iq4xsDotAVX2(&w[0], &a[0], nb)
+}
+
+func dotIQ3SAVX2(n int, w, a []byte) float32 {
+	nb := simdIQBlocks(n, w, a, iq3SSize)
+	if nb == 0 {
+		return 0
+	}
+	return iq3sDotAVX2(&w[0], &a[0], nb)
+}
+
+func dotIQ2SAVX2(n int, w, a []byte) float32 {
+	nb := simdIQBlocks(n, w, a, iq2SSize)
+	if nb == 0 {
+		return 0
+	}
+	return 0.125 * iq2sDotAVX2(&w[0], &a[0], nb)
 }

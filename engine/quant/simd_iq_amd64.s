@@ -522,3 +522,168 @@ iq4xsBlock:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// IQ3_S and IQ2_S: explicit sign bytes (bit j of the 4 bytes of a group of
+// 32 = value j), so a group's signs are bytes_from_bits_32 of one dword:
+// iqSpread4 copies byte k of each dword over bytes 8k..8k+7 of its lane.
+DATA iqSpread4<>+0x00(SB)/8, $0x0000000000000000
+DATA iqSpread4<>+0x08(SB)/8, $0x0101010101010101
+DATA iqSpread4<>+0x10(SB)/8, $0x0202020202020202
+DATA iqSpread4<>+0x18(SB)/8, $0x0303030303030303
+GLOBL iqSpread4<>(SB), RODATA|NOPTR, $32
+
+#define IQS_SETUP \
+	MOVQ    w+0(FP), SI                  \
+	MOVQ    a+8(FP), DI                  \
+	MOVQ    nb+16(FP), CX                \
+	VMOVDQU iqBitSel<>(SB), Y12          \
+	VMOVDQU iq7f<>(SB), Y13              \
+	VMOVDQU iqSpread4<>(SB), Y14         \
+	VXORPS  X0, X0, X0
+
+// IQS_SIGNS_DOT signs the 32 grid bytes of Y9 by the bits of the dword at
+// soff(SI) and dots them with the activations at q8off(R10): Y9 = 16 int16
+// pair sums.
+#define IQS_SIGNS_DOT(soff, q8off) \
+	VPBROADCASTD soff(SI), Y10           \
+	VPSHUFB Y14, Y10, Y10                \
+	IQ_SIGNS                             \
+	IQ_SIGNED_DOT(q8off)
+
+// IQ3S_IDX sets AX to grid index k of group ib: qs byte k | bit k of the
+// group's qh byte (BX, pre-shifted left by 8 and shifted right by one per
+// index) << 8.
+#define IQ3S_IDX(ib, k) \
+	MOVBLZX (2+8*(ib)+(k))(SI), AX       \
+	MOVL    BX, DX                       \
+	ANDL    $256, DX                     \
+	ORL     DX, AX                       \
+	SHRL    $1, BX
+
+// IQ3_S group ib of 32 values: 8 grid entries of 4 magnitudes, signs at
+// 74+4ib, activations at 32ib(R10), scale 1+2s from nibble ib%2 of byte
+// 106+ib/2.
+#define IQ3S_GROUP(ib) \
+	MOVBLZX (66+(ib))(SI), BX            \
+	SHLL    $8, BX                       \
+	IQ3S_IDX(ib, 0)                      \
+	VMOVD   (R8)(AX*4), X9               \
+	IQ3S_IDX(ib, 1)                      \
+	VPINSRD $1, (R8)(AX*4), X9, X9       \
+	IQ3S_IDX(ib, 2)                      \
+	VPINSRD $2, (R8)(AX*4), X9, X9       \
+	IQ3S_IDX(ib, 3)                      \
+	VPINSRD $3, (R8)(AX*4), X9, X9       \
+	IQ3S_IDX(ib, 4)                      \
+	VMOVD   (R8)(AX*4), X10              \
+	IQ3S_IDX(ib, 5)                      \
+	VPINSRD $1, (R8)(AX*4), X10, X10     \
+	IQ3S_IDX(ib, 6)                      \
+	VPINSRD $2, (R8)(AX*4), X10, X10     \
+	IQ3S_IDX(ib, 7)                      \
+	VPINSRD $3, (R8)(AX*4), X10, X10     \
+	VINSERTI128 $1, X10, Y9, Y9          \
+	IQS_SIGNS_DOT(74+4*(ib), 32*(ib))    \
+	MOVBLZX (106+(ib)/2)(SI), AX         \
+	SHRL    $(4*((ib)%2)), AX            \
+	ANDL    $15, AX                      \
+	LEAL    1(AX)(AX*1), AX              \
+	VMOVD   AX, X10                      \
+	VPBROADCASTW X10, Y10                \
+	VPMADDWD Y10, Y9, Y9                 \
+	VPADDD  Y9, Y8, Y8
+
+// func iq3sDotAVX2(w, a *byte, nb int) float32
+TEXT ·iq3sDotAVX2(SB), NOSPLIT, $0-28
+	IQS_SETUP
+	LEAQ ·iq3sGrid(SB), R8
+
+iq3sBlock:
+	IQ_SCALE_D
+	LEAQ  4(DI), R10
+	VPXOR Y8, Y8, Y8
+	IQ3S_GROUP(0)
+	IQ3S_GROUP(1)
+	IQ3S_GROUP(2)
+	IQ3S_GROUP(3)
+	IQ3S_GROUP(4)
+	IQ3S_GROUP(5)
+	IQ3S_GROUP(6)
+	IQ3S_GROUP(7)
+	IQ_BLOCK_END
+
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq3sBlock
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// IQ2S_IDX sets AX to grid index l of group ib: qs byte | bits 2l, 2l+1 of
+// the group's qh byte (BX, pre-shifted left by 8, two right per index).
+#define IQ2S_IDX(ib, l) \
+	MOVBLZX (2+4*(ib)+(l))(SI), AX       \
+	MOVL    BX, DX                       \
+	ANDL    $0x300, DX                   \
+	ORL     DX, AX                       \
+	SHRL    $2, BX
+
+// IQ2_S group ib of 32 values: 4 grid entries of 8 magnitudes, signs at
+// 34+4ib, activations at 32ib(R10), scales 1+2s (values 0..15: low nibble
+// of byte 74+ib, 16..31: high nibble).
+#define IQ2S_GROUP(ib) \
+	MOVBLZX (66+(ib))(SI), BX            \
+	SHLL    $8, BX                       \
+	IQ2S_IDX(ib, 0)                      \
+	VMOVQ   (R8)(AX*8), X9               \
+	IQ2S_IDX(ib, 1)                      \
+	VPINSRQ $1, (R8)(AX*8), X9, X9       \
+	IQ2S_IDX(ib, 2)                      \
+	VMOVQ   (R8)(AX*8), X10              \
+	IQ2S_IDX(ib, 3)                      \
+	VPINSRQ $1, (R8)(AX*8), X10, X10     \
+	VINSERTI128 $1, X10, Y9, Y9          \
+	IQS_SIGNS_DOT(34+4*(ib), 32*(ib))    \
+	MOVBLZX (74+(ib))(SI), AX            \
+	MOVL    AX, DX                       \
+	ANDL    $15, AX                      \
+	LEAL    1(AX)(AX*1), AX              \
+	VMOVD   AX, X10                      \
+	VPBROADCASTW X10, X10                \
+	SHRL    $4, DX                       \
+	LEAL    1(DX)(DX*1), DX              \
+	VMOVD   DX, X11                      \
+	VPBROADCASTW X11, X11                \
+	VINSERTI128 $1, X11, Y10, Y10        \
+	VPMADDWD Y10, Y9, Y9                 \
+	VPADDD  Y9, Y8, Y8
+
+// func iq2sDotAVX2(w, a *byte, nb int) float32
+TEXT ·iq2sDotAVX2(SB), NOSPLIT, $0-28
+	IQS_SETUP
+	LEAQ ·iq2sGrid(SB), R8
+
+iq2sBlock:
+	IQ_SCALE_D
+	LEAQ  4(DI), R10
+	VPXOR Y8, Y8, Y8
+	IQ2S_GROUP(0)
+	IQ2S_GROUP(1)
+	IQ2S_GROUP(2)
+	IQ2S_GROUP(3)
+	IQ2S_GROUP(4)
+	IQ2S_GROUP(5)
+	IQ2S_GROUP(6)
+	IQ2S_GROUP(7)
+	IQ_BLOCK_END
+
+	ADDQ $82, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2sBlock
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

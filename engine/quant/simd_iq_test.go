@@ -14,6 +14,10 @@ import (
 // activations of -128 (which Q8_K quantization never produces but which a
 // naive sign_epi8 port gets wrong).
 
+// simdIQTypes are the i-quants with SIMD dot products on some build: those
+// of iqTypes and the explicit-sign IQ3_S and IQ2_S.
+var simdIQTypes = append(iqTypes[:len(iqTypes):len(iqTypes)], ggml.IQ3_S, ggml.IQ2_S)
+
 // simdIQKernel returns the kernel of typ, skipping the test when this build
 // or CPU has no SIMD dot product for it.
 func simdIQKernel(t testing.TB, typ ggml.Type) *Kernel {
@@ -50,7 +54,7 @@ func simdIQRandomQ8K(a []byte, rng *rand.Rand) {
 
 func TestSIMDIQDotRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, typ := range iqTypes {
+	for _, typ := range simdIQTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			k := simdIQKernel(t, typ)
 			for _, nb := range []int{1, 2, 3, 7, 16, 64} {
@@ -113,7 +117,7 @@ func TestSIMDIQDotEdges(t *testing.T) {
 	fills := []byte{0x00, 0xff, 0x80, 0x7f, 0x55, 0xaa}
 	quants := []int8{0, 1, -1, 127, -127, -128}
 	scales := []float32{1, 0, 1e-30, 3e38, -2.5}
-	for _, typ := range iqTypes {
+	for _, typ := range simdIQTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			k := simdIQKernel(t, typ)
 			for _, f := range fp16s {
@@ -149,7 +153,7 @@ func TestSIMDIQDotEdges(t *testing.T) {
 // than n are fine, shorter ones panic as the Go version does.
 func TestSIMDIQDotBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, typ := range iqTypes {
+	for _, typ := range simdIQTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			k := simdIQKernel(t, typ)
 			w := make([]byte, 3*typ.TypeSize())
@@ -192,7 +196,7 @@ func TestSIMDIQDotBounds(t *testing.T) {
 // not all in L1); MB/s is weight bytes.
 func BenchmarkSIMDIQDot(b *testing.B) {
 	const n, rows = 4096, 64
-	for _, typ := range iqTypes {
+	for _, typ := range simdIQTypes {
 		k := iqKernel(b, typ)
 		rng := rand.New(rand.NewPCG(1, 2))
 		rb := n / iqQK * typ.TypeSize()

@@ -16,8 +16,8 @@ import (
 //
 // Q8_0 and Q4_0 accumulate block sums in float32x4 lanes as llama.cpp
 // does, so they differ from GoDot by float rounding only. The K and IQ
-// kernels compute each super-block's integer sum exactly and accumulate
-// floats in GoDot's order, so they are bit-identical to it.
+// kernels (and IQ4_NL, MXFP4, Q5_0, Q4_1, Q5_1, IQ3_S) compute each block's integer sum exactly and
+// accumulate floats in GoDot's order, so they are bit-identical to it.
 //
 // The F32, F16 and BF16 dot products (plain NEON) follow their Go
 // references' float order, that of llama.cpp's AVX2 build (see
@@ -57,6 +57,24 @@ var neonDots = map[ggml.Type]func(n int, w, a []byte) float32{
 	ggml.IQ4_XS: neonIQDot(iq4XSSize, func(x, y *byte, nb int) float32 {
 		return dotIQ4XSNEON(x, y, nb, &kvaluesIQ4NL[0])
 	}),
+	ggml.IQ4_NL: neonDot(qk4NL, iq4NLBlockSize, q8_0BlockSize, func(x, y *byte, nb int) float32 {
+		return dotIQ4NLNEON(x, y, nb, &kvaluesIQ4NL[0])
+	}),
+	ggml.MXFP4: neonDot(qk4NL, mxfp4BlockSize, q8_0BlockSize, func(x, y *byte, nb int) float32 {
+		return dotMXFP4NEON(x, y, nb, &kvaluesFP4[0])
+	}),
+	ggml.Q5_0: neonDot(qk4_1, q5_0BlockSize, q8_0BlockSize, func(x, y *byte, nb int) float32 {
+		return dotQ5_0NEON(x, y, nb, &q5NEONTable[0])
+	}),
+	ggml.IQ3_S: neonIQDot(iq3SSize, func(x, y *byte, nb int) float32 {
+		return dotIQ3SNEON(x, y, nb, &iq3sGrid[0], &q5NEONTable[0])
+	}),
+	ggml.Q4_1: neonDot(qk4_1, q4_1BlockSize, q8_1BlockSize, func(x, y *byte, nb int) float32 {
+		return dotQ4_1NEON(x, y, nb, &q5NEONTable[0])
+	}),
+	ggml.Q5_1: neonDot(qk4_1, q5_1BlockSize, q8_1BlockSize, func(x, y *byte, nb int) float32 {
+		return dotQ5_1NEON(x, y, nb, &q5NEONTable[0])
+	}),
 	ggml.IQ2_XS: neonIQDot(iq2XSSize, func(x, y *byte, nb int) float32 {
 		return dotIQ2XSNEON(x, y, nb, &iq2xsGrid[0], &ksigns64[0])
 	}),
@@ -81,6 +99,34 @@ var neonFloatDots = map[ggml.Type]func(n int, w, a []byte) float32{
 
 //go:noescape
 func dotQ3KNEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ4NLNEON(x, y *byte, nb int, values *int8) float32
+
+//go:noescape
+func dotMXFP4NEON(x, y *byte, nb int, values *int8) float32
+
+//go:noescape
+func dotQ5_0NEON(x, y *byte, nb int, tab *byte) float32
+
+//go:noescape
+func dotIQ3SNEON(x, y *byte, nb int, grid *uint32, tab *byte) float32
+
+//go:noescape
+func dotQ4_1NEON(x, y *byte, nb int, tab *byte) float32
+
+//go:noescape
+func dotQ5_1NEON(x, y *byte, nb int, tab *byte) float32
+
+// q5NEONTable is the constants of dotQ5_0NEON, dotQ5_1NEON and dotIQ3SNEON
+// (dotQ4_1NEON ignores it): the TBL indices spreading qh
+// bytes 0, 1 (values 0..15) and 2, 3 (values 16..31) over 8 lanes each,
+// and the bit of each lane.
+var q5NEONTable = [48]byte{
+	0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+	2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+	1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128,
+}
 
 // The float routines take nb > 0 whole chunks of 32 values.
 

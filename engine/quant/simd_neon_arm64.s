@@ -2135,6 +2135,750 @@ q3Kdone:
 	FMOVS F25, ret+24(FP)
 	RET
 
+// func dotIQ4NLNEON(x, y *byte, nb int, values *int8) float32
+TEXT ·dotIQ4NLNEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD values+24(FP), R3
+	VLD1 (R3), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+iq4NLloop:
+	MOVHU.P 2(R0), R5
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R6
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x6f0c0407 // ushr v7.16b, v0.16b, #4
+	WORD $0x4e0603e6 // tbl v6.16b, {v31.16b}, v6.16b
+	WORD $0x4e0703e7 // tbl v7.16b, {v31.16b}, v7.16b
+	WORD $0x4f00e404 // movi v4.16b, #0x0
+	WORD $0x4e8294c4 // sdot v4.4s, v6.16b, v2.16b
+	WORD $0x4e8394e4 // sdot v4.4s, v7.16b, v3.16b
+	WORD $0x4eb1b884 // addv s4, v4.4s
+	WORD $0x5e21d884 // scvtf s4, s4
+	WORD $0x1e2700b4 // fmov s20, w5
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e2700d5 // fmov s21, w6
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e340ab4 // fmul s20, s21, s20
+	WORD $0x1e240a84 // fmul s4, s20, s4
+	WORD $0x1e242b9c // fadd s28, s28, s4
+	SUBS $1, R2
+	BNE iq4NLloop
+	FMOVS F28, ret+32(FP)
+	RET
+
+// func dotMXFP4NEON(x, y *byte, nb int, values *int8) float32
+TEXT ·dotMXFP4NEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD values+24(FP), R3
+	VLD1 (R3), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	MOVD $0x200000, R9
+mxfp4loop:
+	MOVBU.P 1(R0), R5
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R6
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x6f0c0407 // ushr v7.16b, v0.16b, #4
+	WORD $0x4e0603e6 // tbl v6.16b, {v31.16b}, v6.16b
+	WORD $0x4e0703e7 // tbl v7.16b, {v31.16b}, v7.16b
+	WORD $0x4f00e404 // movi v4.16b, #0x0
+	WORD $0x4e8294c4 // sdot v4.4s, v6.16b, v2.16b
+	WORD $0x4e8394e4 // sdot v4.4s, v7.16b, v3.16b
+	WORD $0x4eb1b884 // addv s4, v4.4s
+	WORD $0x5e21d884 // scvtf s4, s4
+	SUB $1, R5, R7
+	LSL $23, R7, R7
+	LSL R5, R9, R8
+	CMP $2, R5
+	CSEL LT, R8, R7, R7
+	WORD $0x1e2700f4 // fmov s20, w7
+	WORD $0x1e2700d5 // fmov s21, w6
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e340ab4 // fmul s20, s21, s20
+	WORD $0x1e240a84 // fmul s4, s20, s4
+	WORD $0x1e242b9c // fadd s28, s28, s4
+	SUBS $1, R2
+	BNE mxfp4loop
+	FMOVS F28, ret+32(FP)
+	RET
+
+// func dotQ5_0NEON(x, y *byte, nb int, tab *byte) float32
+TEXT ·dotQ5_0NEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD tab+24(FP), R3
+	VLD1 (R3), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+q5_0loop:
+	MOVHU.P 2(R0), R5
+	MOVWU.P 4(R0), R7
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R6
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x6f0c0407 // ushr v7.16b, v0.16b, #4
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e180109 // tbl v9.16b, {v8.16b}, v24.16b
+	WORD $0x4e3a1d29 // and v9.16b, v9.16b, v26.16b
+	WORD $0x6e3a8d29 // cmeq v9.16b, v9.16b, v26.16b
+	WORD $0x4e3b1d29 // and v9.16b, v9.16b, v27.16b
+	WORD $0x4e19010a // tbl v10.16b, {v8.16b}, v25.16b
+	WORD $0x4e3a1d4a // and v10.16b, v10.16b, v26.16b
+	WORD $0x6e3a8d4a // cmeq v10.16b, v10.16b, v26.16b
+	WORD $0x4e3b1d4a // and v10.16b, v10.16b, v27.16b
+	WORD $0x4ea91cc6 // orr v6.16b, v6.16b, v9.16b
+	WORD $0x4eaa1ce7 // orr v7.16b, v7.16b, v10.16b
+	WORD $0x6e3b84c6 // sub v6.16b, v6.16b, v27.16b
+	WORD $0x6e3b84e7 // sub v7.16b, v7.16b, v27.16b
+	WORD $0x4f00e404 // movi v4.16b, #0x0
+	WORD $0x4e8294c4 // sdot v4.4s, v6.16b, v2.16b
+	WORD $0x4e8394e4 // sdot v4.4s, v7.16b, v3.16b
+	WORD $0x4eb1b884 // addv s4, v4.4s
+	WORD $0x5e21d884 // scvtf s4, s4
+	WORD $0x1e2700b4 // fmov s20, w5
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e2700d5 // fmov s21, w6
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
+	WORD $0x1e340884 // fmul s4, s4, s20
+	WORD $0x1e242b9c // fadd s28, s28, s4
+	SUBS $1, R2
+	BNE q5_0loop
+	FMOVS F28, ret+32(FP)
+	RET
+
+// func dotQ4_1NEON(x, y *byte, nb int, tab *byte) float32
+TEXT ·dotQ4_1NEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD tab+24(FP), R3
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+q4_1loop:
+	MOVHU.P 2(R0), R5
+	MOVHU.P 2(R0), R8
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R6
+	MOVHU.P 2(R1), R9
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x6f0c0407 // ushr v7.16b, v0.16b, #4
+	WORD $0x4f00e404 // movi v4.16b, #0x0
+	WORD $0x4e8294c4 // sdot v4.4s, v6.16b, v2.16b
+	WORD $0x4e8394e4 // sdot v4.4s, v7.16b, v3.16b
+	WORD $0x4eb1b884 // addv s4, v4.4s
+	WORD $0x5e21d884 // scvtf s4, s4
+	WORD $0x1e2700b4 // fmov s20, w5
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e2700d5 // fmov s21, w6
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
+	WORD $0x1e340884 // fmul s4, s4, s20
+	WORD $0x1e242b9c // fadd s28, s28, s4
+	WORD $0x1e270116 // fmov s22, w8
+	WORD $0x1ee242d6 // fcvt s22, h22
+	WORD $0x1e270137 // fmov s23, w9
+	WORD $0x1ee242f7 // fcvt s23, h23
+	WORD $0x1e370ad6 // fmul s22, s22, s23
+	WORD $0x1e362bbd // fadd s29, s29, s22
+	SUBS $1, R2
+	BNE q4_1loop
+	WORD $0x1e3d2b9c // fadd s28, s28, s29
+	FMOVS F28, ret+32(FP)
+	RET
+
+// func dotQ5_1NEON(x, y *byte, nb int, tab *byte) float32
+TEXT ·dotQ5_1NEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD tab+24(FP), R3
+	VLD1 (R3), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+q5_1loop:
+	MOVHU.P 2(R0), R5
+	MOVHU.P 2(R0), R8
+	MOVWU.P 4(R0), R7
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R6
+	MOVHU.P 2(R1), R9
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x6f0c0407 // ushr v7.16b, v0.16b, #4
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e180109 // tbl v9.16b, {v8.16b}, v24.16b
+	WORD $0x4e3a1d29 // and v9.16b, v9.16b, v26.16b
+	WORD $0x6e3a8d29 // cmeq v9.16b, v9.16b, v26.16b
+	WORD $0x4e3b1d29 // and v9.16b, v9.16b, v27.16b
+	WORD $0x4e19010a // tbl v10.16b, {v8.16b}, v25.16b
+	WORD $0x4e3a1d4a // and v10.16b, v10.16b, v26.16b
+	WORD $0x6e3a8d4a // cmeq v10.16b, v10.16b, v26.16b
+	WORD $0x4e3b1d4a // and v10.16b, v10.16b, v27.16b
+	WORD $0x4ea91cc6 // orr v6.16b, v6.16b, v9.16b
+	WORD $0x4eaa1ce7 // orr v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e404 // movi v4.16b, #0x0
+	WORD $0x4e8294c4 // sdot v4.4s, v6.16b, v2.16b
+	WORD $0x4e8394e4 // sdot v4.4s, v7.16b, v3.16b
+	WORD $0x4eb1b884 // addv s4, v4.4s
+	WORD $0x5e21d884 // scvtf s4, s4
+	WORD $0x1e2700b4 // fmov s20, w5
+	WORD $0x1ee24294 // fcvt s20, h20
+	WORD $0x1e2700d5 // fmov s21, w6
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1e350a94 // fmul s20, s20, s21
+	WORD $0x1e340884 // fmul s4, s4, s20
+	WORD $0x1e242b9c // fadd s28, s28, s4
+	WORD $0x1e270116 // fmov s22, w8
+	WORD $0x1ee242d6 // fcvt s22, h22
+	WORD $0x1e270137 // fmov s23, w9
+	WORD $0x1ee242f7 // fcvt s23, h23
+	WORD $0x1e370ad6 // fmul s22, s22, s23
+	WORD $0x1e362bbd // fadd s29, s29, s22
+	SUBS $1, R2
+	BNE q5_1loop
+	WORD $0x1e3d2b9c // fadd s28, s28, s29
+	FMOVS F28, ret+32(FP)
+	RET
+
+// func dotIQ3SNEON(x, y *byte, nb int, grid *uint32, tab *byte) float32
+TEXT ·dotIQ3SNEON(SB), NOSPLIT, $0-44
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD grid+24(FP), R3
+	MOVD tab+32(FP), R4
+	VLD1 (R4), [V26.B16, V27.B16]
+	ADD $32, R4, R12
+	VLD1 (R12), [V23.B16]
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	CBZ R2, iq3Sdone
+iq3Sloop:
+	MOVWU 106(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d78 // mov v24.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d78 // mov v24.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d78 // mov v24.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d78 // mov v24.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d79 // mov v25.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d79 // mov v25.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d79 // mov v25.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d79 // mov v25.s[3], w11
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $74, R0, R13
+	ADD $4, R1, R9
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4e8294d0 // sdot v16.4s, v6.16b, v2.16b
+	WORD $0x4e8394f0 // sdot v16.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e411 // movi v17.16b, #0x0
+	WORD $0x4e8294d1 // sdot v17.4s, v6.16b, v2.16b
+	WORD $0x4e8394f1 // sdot v17.4s, v7.16b, v3.16b
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eb1be10 // addp v16.4s, v16.4s, v17.4s
+	WORD $0x4eb0bdce // addp v14.4s, v14.4s, v16.4s
+	WORD $0x4eb89dd4 // mul v20.4s, v14.4s, v24.4s
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4e8294d0 // sdot v16.4s, v6.16b, v2.16b
+	WORD $0x4e8394f0 // sdot v16.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R3)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R3, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e411 // movi v17.16b, #0x0
+	WORD $0x4e8294d1 // sdot v17.4s, v6.16b, v2.16b
+	WORD $0x4e8394f1 // sdot v17.4s, v7.16b, v3.16b
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eb1be10 // addp v16.4s, v16.4s, v17.4s
+	WORD $0x4eb0bdce // addp v14.4s, v14.4s, v16.4s
+	WORD $0x4eb995d4 // mla v20.4s, v14.4s, v25.4s
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	FMOVS (R1), F1
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a0 // fmov s0, w5
+	WORD $0x1ee24000 // fcvt s0, h0
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21da94 // scvtf s20, s20
+	WORD $0x1e340814 // fmul s20, s0, s20
+	WORD $0x1e342b9c // fadd s28, s28, s20
+	ADD $110, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE iq3Sloop
+iq3Sdone:
+	FMOVS F28, ret+40(FP)
+	RET
+
 // func dotF32NEON(x, y *byte, nb int) float32
 TEXT ·dotF32NEON(SB), NOSPLIT, $0-28
 	MOVD x+0(FP), R0

@@ -20,7 +20,7 @@ import (
 // and are held to neonRelBound·Σ|w·a|.
 var neonExact = map[ggml.Type]bool{
 	ggml.Q4_K: true, ggml.Q5_K: true, ggml.Q6_K: true, ggml.Q2_K: true, ggml.Q3_K: true,
-	ggml.IQ2_XXS: true, ggml.IQ2_XS: true, ggml.IQ3_XXS: true, ggml.IQ4_XS: true,
+	ggml.IQ2_XXS: true, ggml.IQ2_XS: true, ggml.IQ3_XXS: true, ggml.IQ4_XS: true, ggml.IQ4_NL: true, ggml.MXFP4: true, ggml.Q5_0: true, ggml.Q4_1: true, ggml.Q5_1: true, ggml.IQ3_S: true,
 }
 
 const neonRelBound = 1e-6
@@ -31,7 +31,7 @@ var neonFP16Offsets = map[ggml.Type][]int{
 	ggml.Q8_0: {0}, ggml.Q4_0: {0},
 	ggml.Q4_K: {0, 2}, ggml.Q5_K: {0, 2}, ggml.Q6_K: {208},
 	ggml.Q2_K: {80, 82}, ggml.Q3_K: {108},
-	ggml.IQ2_XXS: {0}, ggml.IQ2_XS: {0}, ggml.IQ3_XXS: {0}, ggml.IQ4_XS: {0},
+	ggml.IQ2_XXS: {0}, ggml.IQ2_XS: {0}, ggml.IQ3_XXS: {0}, ggml.IQ4_XS: {0}, ggml.IQ4_NL: {0}, ggml.Q5_0: {0}, ggml.Q4_1: {0, 2}, ggml.Q5_1: {0, 2}, ggml.IQ3_S: {0},
 }
 
 func requireDotprod(t testing.TB) {
@@ -145,6 +145,11 @@ func randomActivations(rng *rand.Rand, vt ggml.Type, a []byte) {
 		for off := 0; off < len(a); off += q8_0BlockSize {
 			binary.LittleEndian.PutUint16(a[off:], randomFP16(rng))
 		}
+	case ggml.Q8_1:
+		for off := 0; off < len(a); off += q8_1BlockSize {
+			binary.LittleEndian.PutUint16(a[off:], randomFP16(rng))
+			binary.LittleEndian.PutUint16(a[off+2:], randomFP16(rng))
+		}
 	case ggml.Q8_K:
 		for off := 0; off < len(a); off += q8KBlockSize {
 			d := float32(math.Ldexp(rng.Float64()+0.5, rng.IntN(40)-30))
@@ -233,6 +238,14 @@ func neonExtremeActivations(vt ggml.Type, n, q int, h uint16) []byte {
 				a[off+2+i] = byte(quant(i))
 			}
 		}
+	case ggml.Q8_1:
+		for off := 0; off < len(a); off += q8_1BlockSize {
+			binary.LittleEndian.PutUint16(a[off:], h)
+			binary.LittleEndian.PutUint16(a[off+2:], h^0x8000)
+			for i := 0; i < qk8_1; i++ {
+				a[off+4+i] = byte(quant(i))
+			}
+		}
 	case ggml.Q8_K:
 		for off := 0; off < len(a); off += q8KBlockSize {
 			binary.LittleEndian.PutUint32(a[off:], math.Float32bits(FP16ToFloat32(h)))
@@ -305,5 +318,22 @@ func BenchmarkNEONDot(b *testing.B) {
 				_ = sink
 			})
 		}
+	}
+}
+
+// TestNEONMXFP4Scales checks every E8M0 scale byte on its own (one block),
+// including the denormal patterns ggml uses for e < 2.
+func TestNEONMXFP4Scales(t *testing.T) {
+	requireDotprod(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	w := make([]byte, mxfp4BlockSize)
+	a := make([]byte, q8_0BlockSize)
+	for e := 0; e < 256; e++ {
+		for i := range w {
+			w[i] = byte(rng.Uint32())
+		}
+		w[0] = byte(e)
+		QuantizeQ8_0(randomFloats(rng, 32, 1), a)
+		checkNEON(t, ggml.MXFP4, 32, w, a, fmt.Sprintf("e=%d", e))
 	}
 }

@@ -638,3 +638,332 @@ q8zdone:
 	VMOVSS X15, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// The other 32-value formats: Q5_0 and IQ4_NL with Q8_0 activations, Q4_1
+// and Q5_1 with Q8_1 (see q4_1_q5.go and iq4nl_mxfp4.go for the Go
+// references whose float steps these repeat, 8 blocks at a time).
+
+DATA q5Shuf<>+0(SB)/8, $0x0000000000000000
+DATA q5Shuf<>+8(SB)/8, $0x0101010101010101
+DATA q5Shuf<>+16(SB)/8, $0x0202020202020202
+DATA q5Shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL q5Shuf<>(SB), RODATA|NOPTR, $32
+DATA q5Bits<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5Bits<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5Bits<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5Bits<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL q5Bits<>(SB), RODATA|NOPTR, $32
+DATA q5Sixteens<>+0(SB)/4, $0x10101010
+GLOBL q5Sixteens<>(SB), RODATA|NOPTR, $4
+DATA iq4nlValues<>+0(SB)/8, $0xf6eaddcfbfad9881 // -127 -104 -83 -65 -49 -35 -22 -10
+DATA iq4nlValues<>+8(SB)/8, $0x7159453526190d01 // 1 13 25 38 53 69 89 113
+GLOBL iq4nlValues<>(SB), RODATA|NOPTR, $16
+
+// NIB32 sets Y12 to the 32 4-bit quants at qo(SI): low nibbles (values
+// 0..15) in the low lane, high nibbles (16..31) in the high lane.
+// Y11 = bytes 0x0f.
+#define NIB32(qo) \
+	VMOVDQU     qo(SI), X12; \
+	VPSRLW      $4, X12, X13; \
+	VINSERTI128 $1, X13, Y12, Y12; \
+	VPAND       Y11, Y12, Y12
+
+// HIB32 ORs 0x10 into the bytes of Y12 whose bit is set in the uint32 at
+// ho(SI) (bit j for value j), as bytes_from_bits_32. Y8 = all ones.
+#define HIB32(ho) \
+	VPBROADCASTD ho(SI), Y13; \
+	VPSHUFB      q5Shuf<>(SB), Y13, Y13; \
+	VPOR         q5Bits<>(SB), Y13, Y13; \
+	VPCMPEQB     Y8, Y13, Y13; \
+	VPAND        Y10, Y13, Y13; \
+	VPOR         Y13, Y12, Y12
+
+// Q5BLOCK sets R to 8 int32 partial sums of Σ (q-16)*y for the Q5_0 block
+// with qh at ho(SI), qs at qo(SI) and the Q8_0 quants at ao(DI), as
+// Σ q*y - 16*Σ y in int16 pairs (|31*128*2| fits). Y9 = int16 ones, Y10 =
+// bytes 0x10.
+#define Q5BLOCK(ho, qo, ao, R) \
+	NIB32(qo); \
+	HIB32(ho); \
+	VMOVDQU    ao(DI), Y13; \
+	VPMADDUBSW Y13, Y12, R; \
+	VPMADDUBSW Y13, Y10, Y14; \
+	VPSUBW     Y14, R, R; \
+	VPMADDWD   Y9, R, R
+
+// Q5UBLOCK is Σ q*y for a Q5_1 block (q = 0..31, no offset).
+#define Q5UBLOCK(ho, qo, ao, R) \
+	NIB32(qo); \
+	HIB32(ho); \
+	VPMADDUBSW ao(DI), Y12, R; \
+	VPMADDWD   Y9, R, R
+
+// Q4UBLOCK is Σ q*y for a Q4_1 block (q = 0..15).
+#define Q4UBLOCK(qo, ao, R) \
+	NIB32(qo); \
+	VPMADDUBSW ao(DI), Y12, R; \
+	VPMADDWD   Y9, R, R
+
+// NLBLOCK is Σ kvalues_iq4nl[q]*y for an IQ4_NL block, in int16 after sign
+// extension of both sides (exact for every byte). Y10 = the codebook in
+// both lanes.
+#define NLBLOCK(qo, ao, ao2, R) \
+	NIB32(qo); \
+	VPSHUFB      Y12, Y10, Y12; \
+	VEXTRACTI128 $1, Y12, X13; \
+	VPMOVSXBW    X12, Y12; \
+	VPMOVSXBW    X13, Y13; \
+	VPMOVSXBW    ao(DI), Y14; \
+	VPMADDWD     Y14, Y12, R; \
+	VPMOVSXBW    ao2(DI), Y14; \
+	VPMADDWD     Y14, Y13, Y13; \
+	VPADDD       Y13, R, R
+
+// ADD8X14 is ADD8 into X14.
+#define ADD8X14 \
+	VMOVSHDUP    X1, X2; \
+	VMOVHLPS     X1, X1, X3; \
+	VPERMILPS    $3, X1, X4; \
+	VADDSS       X1, X14, X14; \
+	VADDSS       X2, X14, X14; \
+	VADDSS       X3, X14, X14; \
+	VADDSS       X4, X14, X14; \
+	VEXTRACTF128 $1, Y1, X1; \
+	VMOVSHDUP    X1, X2; \
+	VMOVHLPS     X1, X1, X3; \
+	VPERMILPS    $3, X1, X4; \
+	VADDSS       X1, X14, X14; \
+	VADDSS       X2, X14, X14; \
+	VADDSS       X3, X14, X14; \
+	VADDSS       X4, X14, X14
+
+// func dotQ5_0AVX2Asm(w, a *byte, groups int) float32
+// groups of 8 blocks: sumf += float32(sumi) * (dx*dy), block by block.
+TEXT ·dotQ5_0AVX2Asm(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), SI
+	MOVQ         a+8(FP), DI
+	MOVQ         groups+16(FP), CX
+	VXORPS       X15, X15, X15
+	VPBROADCASTD q8OnesW<>(SB), Y9
+	VPBROADCASTD q5Sixteens<>(SB), Y10
+	VPBROADCASTD q8Nib<>(SB), Y11
+	TESTQ        CX, CX
+	JZ           q50done
+
+q50loop:
+	VPCMPEQB Y8, Y8, Y8
+	Q5BLOCK(2, 6, 2, Y0)
+	Q5BLOCK(24, 28, 36, Y1)
+	Q5BLOCK(46, 50, 70, Y2)
+	Q5BLOCK(68, 72, 104, Y3)
+	Q5BLOCK(90, 94, 138, Y4)
+	Q5BLOCK(112, 116, 172, Y5)
+	Q5BLOCK(134, 138, 206, Y6)
+	Q5BLOCK(156, 160, 240, Y7)
+	SUM8
+	FP16x8(SI, 0, 22, 44, 66, 88, 110, 132, 154, X8, Y8)
+	FP16x8(DI, 0, 34, 68, 102, 136, 170, 204, 238, X12, Y12)
+	VMULPS Y12, Y8, Y8 // dx*dy
+	VMULPS Y8, Y1, Y1
+	ADD8
+	ADDQ   $176, SI
+	ADDQ   $272, DI
+	DECQ   CX
+	JNZ    q50loop
+
+q50done:
+	VMOVSS X15, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotIQ4NLAVX2Asm(w, a *byte, groups int) float32
+// groups of 8 blocks: sumf += (dy*dx) * float32(sumi), block by block.
+TEXT ·dotIQ4NLAVX2Asm(SB), NOSPLIT, $0-28
+	MOVQ           w+0(FP), SI
+	MOVQ           a+8(FP), DI
+	MOVQ           groups+16(FP), CX
+	VXORPS         X15, X15, X15
+	VBROADCASTI128 iq4nlValues<>(SB), Y10
+	VPBROADCASTD   q8Nib<>(SB), Y11
+	TESTQ          CX, CX
+	JZ             nldone
+
+nlloop:
+	NLBLOCK(2, 2, 18, Y0)
+	NLBLOCK(20, 36, 52, Y1)
+	NLBLOCK(38, 70, 86, Y2)
+	NLBLOCK(56, 104, 120, Y3)
+	NLBLOCK(74, 138, 154, Y4)
+	NLBLOCK(92, 172, 188, Y5)
+	NLBLOCK(110, 206, 222, Y6)
+	NLBLOCK(128, 240, 256, Y7)
+	SUM8
+	FP16x8(SI, 0, 18, 36, 54, 72, 90, 108, 126, X8, Y8)
+	FP16x8(DI, 0, 34, 68, 102, 136, 170, 204, 238, X12, Y12)
+	VMULPS Y8, Y12, Y8 // dy*dx
+	VMULPS Y8, Y1, Y1
+	ADD8
+	ADDQ   $144, SI
+	ADDQ   $272, DI
+	DECQ   CX
+	JNZ    nlloop
+
+nldone:
+	VMOVSS X15, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// MINS adds m*s of the 8 blocks (fp16 m at mo+k*ws(SI), fp16 s at 2+k*36(DI))
+// to X14, block by block.
+#define MINS(m0, m1, m2, m3, m4, m5, m6, m7) \
+	FP16x8(SI, m0, m1, m2, m3, m4, m5, m6, m7, X8, Y8); \
+	FP16x8(DI, 2, 38, 74, 110, 146, 182, 218, 254, X12, Y12); \
+	VMULPS Y12, Y8, Y1; \
+	ADD8X14
+
+// func dotQ4_1AVX2Asm(w, a *byte, groups int) (sumf, summs float32)
+// groups of 8 blocks: sumf += float32(sumi) * (dx*dy) and summs += m*s,
+// block by block.
+TEXT ·dotQ4_1AVX2Asm(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), SI
+	MOVQ         a+8(FP), DI
+	MOVQ         groups+16(FP), CX
+	VXORPS       X15, X15, X15
+	VXORPS       X14, X14, X14
+	VPBROADCASTD q8OnesW<>(SB), Y9
+	VPBROADCASTD q8Nib<>(SB), Y11
+	TESTQ        CX, CX
+	JZ           q41done
+
+q41loop:
+	Q4UBLOCK(4, 4, Y0)
+	Q4UBLOCK(24, 40, Y1)
+	Q4UBLOCK(44, 76, Y2)
+	Q4UBLOCK(64, 112, Y3)
+	Q4UBLOCK(84, 148, Y4)
+	Q4UBLOCK(104, 184, Y5)
+	Q4UBLOCK(124, 220, Y6)
+	Q4UBLOCK(144, 256, Y7)
+	SUM8
+	FP16x8(SI, 0, 20, 40, 60, 80, 100, 120, 140, X8, Y8)
+	FP16x8(DI, 0, 36, 72, 108, 144, 180, 216, 252, X12, Y12)
+	VMULPS Y12, Y8, Y8 // dx*dy
+	VMULPS Y8, Y1, Y1
+	ADD8
+	MINS(2, 22, 42, 62, 82, 102, 122, 142)
+	ADDQ $160, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  q41loop
+
+q41done:
+	VMOVSS X15, sumf+24(FP)
+	VMOVSS X14, summs+28(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_1AVX2Asm(w, a *byte, groups int) (sumf, summs float32)
+// as dotQ4_1AVX2Asm for Q5_1 blocks.
+TEXT ·dotQ5_1AVX2Asm(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), SI
+	MOVQ         a+8(FP), DI
+	MOVQ         groups+16(FP), CX
+	VXORPS       X15, X15, X15
+	VXORPS       X14, X14, X14
+	VPBROADCASTD q8OnesW<>(SB), Y9
+	VPBROADCASTD q5Sixteens<>(SB), Y10
+	VPBROADCASTD q8Nib<>(SB), Y11
+	TESTQ        CX, CX
+	JZ           q51done
+
+q51loop:
+	VPCMPEQB Y8, Y8, Y8
+	Q5UBLOCK(4, 8, 4, Y0)
+	Q5UBLOCK(28, 32, 40, Y1)
+	Q5UBLOCK(52, 56, 76, Y2)
+	Q5UBLOCK(76, 80, 112, Y3)
+	Q5UBLOCK(100, 104, 148, Y4)
+	Q5UBLOCK(124, 128, 184, Y5)
+	Q5UBLOCK(148, 152, 220, Y6)
+	Q5UBLOCK(172, 176, 256, Y7)
+	SUM8
+	FP16x8(SI, 0, 24, 48, 72, 96, 120, 144, 168, X8, Y8)
+	FP16x8(DI, 0, 36, 72, 108, 144, 180, 216, 252, X12, Y12)
+	VMULPS Y12, Y8, Y8 // dx*dy
+	VMULPS Y8, Y1, Y1
+	ADD8
+	MINS(2, 26, 50, 74, 98, 122, 146, 170)
+	ADDQ $192, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  q51loop
+
+q51done:
+	VMOVSS X15, sumf+24(FP)
+	VMOVSS X14, summs+28(FP)
+	VZEROUPPER
+	RET
+
+// E8M0 sets DX to the bits of ggml_e8m0_to_fp32_half of the byte at
+// off(SI): (e-1)<<23, or (e+1)<<21 (ggml's denormals) for e < 2.
+#define E8M0(off) \
+	MOVBLZX off(SI), AX; \
+	LEAL    1(AX), R8; \
+	SHLL    $21, R8; \
+	LEAL    -1(AX), DX; \
+	SHLL    $23, DX; \
+	CMPL    AX, $2; \
+	CMOVLCS R8, DX
+
+// func dotMXFP4AVX2Asm(w, a *byte, groups int) float32
+// groups of 8 blocks: sumf += (dy*2^(e-128)) * float32(sumi), block by block.
+TEXT ·dotMXFP4AVX2Asm(SB), NOSPLIT, $0-28
+	MOVQ           w+0(FP), SI
+	MOVQ           a+8(FP), DI
+	MOVQ           groups+16(FP), CX
+	VXORPS         X15, X15, X15
+	VBROADCASTI128 ·kvaluesFP4(SB), Y10
+	VPBROADCASTD   q8Nib<>(SB), Y11
+	TESTQ          CX, CX
+	JZ             mxdone
+
+mxloop:
+	NLBLOCK(1, 2, 18, Y0)
+	NLBLOCK(18, 36, 52, Y1)
+	NLBLOCK(35, 70, 86, Y2)
+	NLBLOCK(52, 104, 120, Y3)
+	NLBLOCK(69, 138, 154, Y4)
+	NLBLOCK(86, 172, 188, Y5)
+	NLBLOCK(103, 206, 222, Y6)
+	NLBLOCK(120, 240, 256, Y7)
+	SUM8
+	E8M0(0)
+	VMOVD   DX, X2
+	E8M0(17)
+	VPINSRD $1, DX, X2, X2
+	E8M0(34)
+	VPINSRD $2, DX, X2, X2
+	E8M0(51)
+	VPINSRD $3, DX, X2, X2
+	E8M0(68)
+	VMOVD   DX, X3
+	E8M0(85)
+	VPINSRD $1, DX, X3, X3
+	E8M0(102)
+	VPINSRD $2, DX, X3, X3
+	E8M0(119)
+	VPINSRD $3, DX, X3, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	FP16x8(DI, 0, 34, 68, 102, 136, 170, 204, 238, X12, Y12)
+	VMULPS Y2, Y12, Y2 // dy*scale
+	VMULPS Y2, Y1, Y1
+	ADD8
+	ADDQ   $136, SI
+	ADDQ   $272, DI
+	DECQ   CX
+	JNZ    mxloop
+
+mxdone:
+	VMOVSS X15, ret+24(FP)
+	VZEROUPPER
+	RET

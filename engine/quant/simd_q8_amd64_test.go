@@ -24,6 +24,11 @@ var simdQ8Dots = []struct {
 	{ggml.Q8_0, "avx2", dotQ8_0AVX2, true, false},
 	{ggml.Q8_0, "avx512", dotQ8_0AVX512, true, true},
 	{ggml.Q4_0, "avx2", dotQ4_0AVX2, true, false},
+	{ggml.Q5_0, "avx2", dotQ5_0AVX2, true, false},
+	{ggml.IQ4_NL, "avx2", dotIQ4NLAVX2, true, false},
+	{ggml.MXFP4, "avx2", dotMXFP4AVX2, true, false},
+	{ggml.Q4_1, "avx2", dotQ4_1AVX2, true, false},
+	{ggml.Q5_1, "avx2", dotQ5_1AVX2, true, false},
 	{ggml.F16, "avx2", dotF16AVX2, true, false},
 	{ggml.BF16, "avx2", dotBF16AVX2, true, false},
 	// dotF32 emulates FMA in float64, which double-rounds on rare ties.
@@ -441,5 +446,28 @@ func BenchmarkSIMDQ8Quantize(b *testing.B) {
 				q.f(x, dst)
 			}
 		})
+	}
+}
+
+// TestSIMDMXFP4Scales runs every E8M0 scale byte through the assembly (8
+// blocks per row, so no Go tail), including ggml's denormals for e < 2.
+func TestSIMDMXFP4Scales(t *testing.T) {
+	simdQ8Skip(t)
+	rng := rand.New(rand.NewPCG(43, 44))
+	k := mustKernel(t, ggml.MXFP4)
+	w := make([]byte, 8*mxfp4BlockSize)
+	a := make([]byte, 8*q8_0BlockSize)
+	for e := 0; e < 256; e++ {
+		for i := range w {
+			w[i] = byte(rng.Uint32())
+		}
+		for b := 0; b < 8; b++ {
+			w[b*mxfp4BlockSize] = byte(e)
+		}
+		QuantizeQ8_0(randomFloats(rng, 256, 1), a)
+		got, want := dotMXFP4AVX2(256, w, a), k.GoDot(256, w, a)
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Errorf("e=%d: avx2 %v, Go %v", e, got, want)
+		}
 	}
 }

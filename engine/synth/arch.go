@@ -29,29 +29,6 @@ type tensorSpec struct {
 	layer int     // for kindRouter
 }
 
-// matrixType is the type of a quantizable matrix with rows of n elements:
-// the configured type if rows are whole blocks of it, else Q8_0 or F16
-// (as llama-quantize falls back to a smaller block).
-func (c *Config) matrixType(n int) ggml.Type {
-	if n%c.Type.BlockSize() == 0 {
-		return c.Type
-	}
-	if n%32 == 0 {
-		return ggml.Q8_0
-	}
-	return ggml.F16
-}
-
-// embdType is token_embd's type: with router skew the embeddings carry a
-// constant, which needs a quantizer.
-func (c *Config) embdType() ggml.Type {
-	t := c.matrixType(c.Embd)
-	if c.RouterSkew > 0 && !hasQuantizer(t) {
-		return ggml.Q8_0
-	}
-	return t
-}
-
 func dims(d ...int) []uint64 {
 	out := make([]uint64, len(d))
 	for i, v := range d {
@@ -65,7 +42,7 @@ func dims(d ...int) []uint64 {
 func plan(c *Config) []tensorSpec {
 	var ts []tensorSpec
 	mat := func(name string, d ...int) {
-		ts = append(ts, tensorSpec{name: name, typ: c.matrixType(d[0]), dims: dims(d...), kind: kindMatrix})
+		ts = append(ts, tensorSpec{name: name, typ: c.Type, dims: dims(d...), kind: kindMatrix})
 	}
 	norm := func(name string, n int) {
 		ts = append(ts, tensorSpec{name: name, typ: ggml.F32, dims: dims(n), kind: kindNorm})
@@ -76,7 +53,7 @@ func plan(c *Config) []tensorSpec {
 	E, V := c.Embd, c.Vocab
 	hcDim := c.HCCount * E
 
-	ts = append(ts, tensorSpec{name: "token_embd.weight", typ: c.embdType(), dims: dims(E, V), kind: kindEmbd})
+	ts = append(ts, tensorSpec{name: "token_embd.weight", typ: c.Type, dims: dims(E, V), kind: kindEmbd})
 	if c.Arch == ArchQwen4Exp {
 		// No output_norm: the final hyper-connection mixer carries it.
 		norm("output_hc_norm.weight", hcDim)
@@ -90,7 +67,7 @@ func plan(c *Config) []tensorSpec {
 	} else {
 		norm("output_norm.weight", E)
 	}
-	ts = append(ts, tensorSpec{name: "output.weight", typ: c.matrixType(E), dims: dims(E, V), kind: kindOutput,
+	ts = append(ts, tensorSpec{name: "output.weight", typ: c.Type, dims: dims(E, V), kind: kindOutput,
 		std: float64(c.WeightScale) / sqrtf(E)})
 
 	qDim := c.HeadDim * c.Heads

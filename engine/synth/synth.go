@@ -55,6 +55,8 @@ var Archs = []string{ArchQwen3MoE, ArchQwen3Next, ArchQwen4Exp}
 var Types = []ggml.Type{
 	ggml.F32, ggml.F16, ggml.BF16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K,
 	ggml.Q2_K, ggml.Q3_K, ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ3_XXS, ggml.IQ4_XS,
+	ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.IQ4_NL, ggml.IQ3_S, ggml.IQ2_S, ggml.IQ1_S, ggml.IQ1_M,
+	ggml.TQ1_0, ggml.TQ2_0, ggml.MXFP4,
 }
 
 //go:embed qwen3.jinja
@@ -65,6 +67,10 @@ type Config struct {
 	Arch string    // qwen3moe, qwen3next or qwen4exp
 	Type ggml.Type // type of the weight matrices
 	Mix  string    // "" or a llama-quantize mixture of Mixes on top of Type
+	// Imatrix makes Mix the mixture llama-quantize writes when given an
+	// importance matrix (it changes a few tensors of IQ3_XXS, IQ4_NL,
+	// IQ4_XS, Q4_0 and Q5_0); the weights stay random either way.
+	Imatrix bool
 
 	Layers  int // blocks (not counting MTP blocks)
 	Embd    int // hidden size
@@ -285,7 +291,7 @@ func NewWriter(ctx context.Context, cfg Config) (*gguf.Writer, error) {
 	w := gguf.NewWriter()
 	writeMetadata(w, &cfg, voc)
 	ts := plan(&cfg)
-	applyMix(&cfg, ts)
+	assignTypes(&cfg, ts)
 	for _, t := range ts {
 		w.AddTensor(t.name, t.typ, t.dims, t.data(ctx, &cfg))
 	}
@@ -296,40 +302,31 @@ func NewWriter(ctx context.Context, cfg Config) (*gguf.Writer, error) {
 }
 
 // fileType is llama.cpp's general.file_type (llama_ftype) for a model whose
-// matrices are all of type t.
+// matrices are all of type t, or of the mixture mix.
 func fileType(t ggml.Type, mix string) uint32 {
-	if mix == "Q4_K_M" {
-		return 15
+	if f, ok := ftypes[mix]; ok {
+		return f.id
 	}
 	switch t {
 	case ggml.F32:
 		return 0
 	case ggml.F16:
 		return 1
-	case ggml.Q4_0:
-		return 2
-	case ggml.Q8_0:
-		return 7
-	case ggml.Q2_K:
-		return 10
+	case ggml.BF16:
+		return 32
 	case ggml.Q3_K:
 		return 11 // Q3_K_S
 	case ggml.Q4_K:
 		return 14 // Q4_K_S
 	case ggml.Q5_K:
 		return 16 // Q5_K_S
-	case ggml.Q6_K:
-		return 18
-	case ggml.IQ2_XXS:
-		return 19
-	case ggml.IQ2_XS:
-		return 20
-	case ggml.IQ3_XXS:
-		return 23
-	case ggml.IQ4_XS:
-		return 30
-	case ggml.BF16:
-		return 32
+	case ggml.MXFP4:
+		return 38 // MXFP4_MOE
+	case ggml.IQ2_S:
+		return 28 // MOSTLY_IQ2_S (a file type whose mixture is built on IQ2_XS)
+	}
+	if f, ok := ftypes[t.String()]; ok && f.base == t {
+		return f.id
 	}
 	return 1024 // LLAMA_FTYPE_GUESSED
 }

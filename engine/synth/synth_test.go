@@ -260,7 +260,7 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{"arch", mod("llama", func(*synth.Config) {}), "unknown architecture"},
-		{"type", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.Type = ggml.Q5_0 }), "not supported"},
+		{"type", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.Type = ggml.Q8_K }), "not supported"},
 		{"zero embd", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.Embd = 0 }), "embd"},
 		{"gqa", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.HeadsKV = 3 }), "heads-kv"},
 		{"used", mod(synth.ArchQwen3Next, func(c *synth.Config) { c.ExpertsUsed = 9 }), "experts used"},
@@ -375,15 +375,16 @@ func TestVocab(t *testing.T) {
 // (src/llama-quant.cpp, llama_tensor_get_type) for an 8-layer qwen3moe:
 // the more-bits layers are 0, 3, 6 and 7.
 func TestMixQ4KM(t *testing.T) {
-	typ, mix, err := synth.ParseQuant("q4_k_m")
+	typ, mix, err := synth.ParseQuant("q4_k_m", false)
 	if err != nil || typ != ggml.Q4_K || mix != "Q4_K_M" {
 		t.Fatalf("ParseQuant(q4_k_m) = %v, %q, %v", typ, mix, err)
 	}
-	if _, _, err := synth.ParseQuant("Q4_K_X"); err == nil {
+	if _, _, err := synth.ParseQuant("Q4_K_X", false); err == nil {
 		t.Error("ParseQuant(Q4_K_X): no error")
 	}
 	cfg := synth.Defaults(synth.ArchQwen3MoE)
 	cfg.Layers = 8
+	cfg.Experts = 16 // llama-quantize treats 8 experts apart (attn_v, attn_k Q8_0)
 	cfg.Type, cfg.Mix = typ, mix
 	f := open(t, write(t, cfg))
 	more := map[int]bool{0: true, 3: true, 6: true, 7: true}

@@ -38,16 +38,21 @@ type table struct {
 	goType string // Go element type
 	hex    bool   // print elements in hex
 	perRow int    // elements per output line
+	cSize  string // the size as written in the header, if not a number
 }
 
 var tables = []table{
-	{"kmask_iq2xs", "uint8_t", 8, "kmaskIQ2XS", "uint8", false, 8},
-	{"ksigns_iq2xs", "uint8_t", 128, "ksignsIQ2XS", "uint8", false, 16},
-	{"ksigns64", "uint64_t", 128, "ksigns64", "uint64", true, 4},
-	{"iq2xxs_grid", "uint64_t", 256, "iq2xxsGrid", "uint64", true, 4},
-	{"iq2xs_grid", "uint64_t", 512, "iq2xsGrid", "uint64", true, 4},
-	{"iq3xxs_grid", "uint32_t", 256, "iq3xxsGrid", "uint32", true, 8},
-	{"kvalues_iq4nl", "int8_t", 16, "kvaluesIQ4NL", "int8", false, 16},
+	{"kmask_iq2xs", "uint8_t", 8, "kmaskIQ2XS", "uint8", false, 8, ""},
+	{"ksigns_iq2xs", "uint8_t", 128, "ksignsIQ2XS", "uint8", false, 16, ""},
+	{"ksigns64", "uint64_t", 128, "ksigns64", "uint64", true, 4, ""},
+	{"iq2xxs_grid", "uint64_t", 256, "iq2xxsGrid", "uint64", true, 4, ""},
+	{"iq2xs_grid", "uint64_t", 512, "iq2xsGrid", "uint64", true, 4, ""},
+	{"iq3xxs_grid", "uint32_t", 256, "iq3xxsGrid", "uint32", true, 8, ""},
+	{"kvalues_iq4nl", "int8_t", 16, "kvaluesIQ4NL", "int8", false, 16, ""},
+	{"iq2s_grid", "uint64_t", 1024, "iq2sGrid", "uint64", true, 4, ""},
+	{"iq3s_grid", "uint32_t", 512, "iq3sGrid", "uint32", true, 8, ""},
+	{"iq1s_grid", "uint64_t", 2048, "iq1sGrid", "uint64", true, 4, "NGRID_IQ1S"},
+	{"kvalues_fp4", "int8_t", 16, "kvaluesFP4", "int8", false, 16, ""},
 }
 
 func main() {
@@ -110,7 +115,11 @@ var commentRE = regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
 
 // parseTable returns the elements of table t in the header source.
 func parseTable(src string, t table) ([]int64, error) {
-	begin := fmt.Sprintf("GGML_TABLE_BEGIN(%s, %s, %d)", t.cType, t.cName, t.size)
+	size := strconv.Itoa(t.size)
+	if t.cSize != "" {
+		size = t.cSize
+	}
+	begin := fmt.Sprintf("GGML_TABLE_BEGIN(%s, %s, %s)", t.cType, t.cName, size)
 	i := strings.Index(src, begin)
 	if i < 0 {
 		return nil, fmt.Errorf("table %s: %q not found", t.cName, begin)

@@ -321,3 +321,264 @@ func iq3XXS(g *gen) {
 	})
 	g.scaleOut(sum, "0.25")
 }
+
+// iq4NL is ggml_vec_dot_iq4_nl_q8_0 (NEON path): nibbles mapped through
+// kvalues_iq4nl by TBL, two SDOTs per block, and the block's exact sum
+// accumulated in float32 block by block as GoDot does
+// (sumf += (dy*dx)*sumi), so the result is bit-identical to it.
+func iq4NL(g *gen) {
+	g.header("dotIQ4NLNEON", "// func dotIQ4NLNEON(x, y *byte, nb int, values *int8) float32\n", "values")
+	const vals, m4, sum = 31, 30, 28
+	g.op("VLD1 (R3), [V%d.B16]", vals)
+	g.movi16b(m4, 0x0f)
+	g.zero(sum)
+	g.label("iq4NLloop")
+	g.op("MOVHU.P 2(R0), R5")
+	g.op("VLD1.P 16(R0), [V0.B16]")
+	g.op("MOVHU.P 2(R1), R6")
+	g.op("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	g.and16b(6, 0, m4)
+	g.ushr16b(7, 0, 4)
+	g.tbl1(6, vals, 6)
+	g.tbl1(7, vals, 7)
+	g.zero(4)
+	g.sdot(4, 6, 2)
+	g.sdot(4, 7, 3)
+	g.addv4s(4, 4)
+	g.scvtfS(4, 4)
+	g.fmovSW(20, 5)
+	g.fcvtSH(20, 20)
+	g.fmovSW(21, 6)
+	g.fcvtSH(21, 21)
+	g.fmulS(20, 21, 20) // dy*dx
+	g.fmulS(4, 20, 4)
+	g.faddS(sum, sum, 4)
+	g.op("SUBS $1, R2")
+	g.op("BNE iq4NLloop")
+	g.ret(sum, 1)
+}
+
+// mxfp4 is ggml_vec_dot_mxfp4_q8_0 (NEON path): nibbles mapped through
+// kvalues_fp4 by TBL, two SDOTs per block, the E8M0 scale 2^(e-128) built
+// in a general register (ggml's denormal patterns for e < 2), and
+// sumf += (dy*scale)*sumi block by block as GoDot does: bit-identical.
+func mxfp4(g *gen) {
+	g.header("dotMXFP4NEON", "// func dotMXFP4NEON(x, y *byte, nb int, values *int8) float32\n", "values")
+	const vals, m4, sum = 31, 30, 28
+	g.op("VLD1 (R3), [V%d.B16]", vals)
+	g.movi16b(m4, 0x0f)
+	g.zero(sum)
+	g.op("MOVD $0x200000, R9")
+	g.label("mxfp4loop")
+	g.op("MOVBU.P 1(R0), R5")
+	g.op("VLD1.P 16(R0), [V0.B16]")
+	g.op("MOVHU.P 2(R1), R6")
+	g.op("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	g.and16b(6, 0, m4)
+	g.ushr16b(7, 0, 4)
+	g.tbl1(6, vals, 6)
+	g.tbl1(7, vals, 7)
+	g.zero(4)
+	g.sdot(4, 6, 2)
+	g.sdot(4, 7, 3)
+	g.addv4s(4, 4)
+	g.scvtfS(4, 4)
+	// scale bits: e < 2 ? 0x200000<<e : (e-1)<<23
+	g.op("SUB $1, R5, R7")
+	g.op("LSL $23, R7, R7")
+	g.op("LSL R5, R9, R8")
+	g.op("CMP $2, R5")
+	g.op("CSEL LT, R8, R7, R7")
+	g.fmovSW(20, 7)
+	g.fmovSW(21, 6)
+	g.fcvtSH(21, 21)
+	g.fmulS(20, 21, 20) // dy*scale
+	g.fmulS(4, 20, 4)
+	g.faddS(sum, sum, 4)
+	g.op("SUBS $1, R2")
+	g.op("BNE mxfp4loop")
+	g.ret(sum, 1)
+}
+
+// q5_0 is ggml_vec_dot_q5_0_q8_0 (NEON path): the fifth bits spread from
+// qh to bytes with TBL (byte k of qh over 8 lanes), a bit-select AND and
+// CMEQ, the quants q-16 as int8, two SDOTs per block, and
+// sumf += sumi*(dx*dy) block by block as GoDot does: bit-identical. The
+// table at R3 is the two TBL index vectors and the bit-select vector.
+func q5_0(g *gen) {
+	g.header("dotQ5_0NEON", "// func dotQ5_0NEON(x, y *byte, nb int, tab *byte) float32\n", "tab")
+	const idxLo, idxHi, bitsel, c16, m4, sum = 24, 25, 26, 27, 30, 28
+	g.op("VLD1 (R3), [V%d.B16, V%d.B16, V%d.B16]", idxLo, idxHi, bitsel)
+	g.movi16b(m4, 0x0f)
+	g.movi16b(c16, 0x10)
+	g.zero(sum)
+	g.label("q5_0loop")
+	g.op("MOVHU.P 2(R0), R5")
+	g.op("MOVWU.P 4(R0), R7")
+	g.op("VLD1.P 16(R0), [V0.B16]")
+	g.op("MOVHU.P 2(R1), R6")
+	g.op("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	g.and16b(6, 0, m4)
+	g.ushr16b(7, 0, 4)
+	g.insS(8, 0, 7)
+	for _, p := range [][2]int{{9, idxLo}, {10, idxHi}} {
+		g.tbl1(p[0], 8, p[1])
+		g.and16b(p[0], p[0], bitsel)
+		g.cmeq16b(p[0], p[0], bitsel)
+		g.and16b(p[0], p[0], c16)
+	}
+	g.orr16b(6, 6, 9)
+	g.orr16b(7, 7, 10)
+	g.sub16b(6, 6, c16)
+	g.sub16b(7, 7, c16)
+	g.zero(4)
+	g.sdot(4, 6, 2)
+	g.sdot(4, 7, 3)
+	g.addv4s(4, 4)
+	g.scvtfS(4, 4)
+	g.fmovSW(20, 5)
+	g.fcvtSH(20, 20)
+	g.fmovSW(21, 6)
+	g.fcvtSH(21, 21)
+	g.fmulS(20, 20, 21) // dx*dy
+	g.fmulS(4, 4, 20)
+	g.faddS(sum, sum, 4)
+	g.op("SUBS $1, R2")
+	g.op("BNE q5_0loop")
+	g.ret(sum, 1)
+}
+
+// q4_1 and q5_1 are ggml_vec_dot_q4_1_q8_1 and ggml_vec_dot_q5_1_q8_1
+// (NEON path): the unsigned quants (plus, for Q5_1, the fifth bits as in
+// q5_0) dotted with the Q8_1 quants by SDOT, and per block, in GoDot's
+// order, sumf += sumi*(dx*dy) and summs += m*s; the result is
+// sumf + summs, bit-identical to GoDot.
+func q4_1(g *gen) { legacyMin(g, "q4_1", "dotQ4_1NEON", false) }
+func q5_1(g *gen) { legacyMin(g, "q5_1", "dotQ5_1NEON", true) }
+
+func legacyMin(g *gen, label, name string, q5 bool) {
+	g.header(name, "// func "+name+"(x, y *byte, nb int, tab *byte) float32\n", "tab")
+	const idxLo, idxHi, bitsel, c16, m4, sum, summs = 24, 25, 26, 27, 30, 28, 29
+	if q5 {
+		g.op("VLD1 (R3), [V%d.B16, V%d.B16, V%d.B16]", idxLo, idxHi, bitsel)
+		g.movi16b(c16, 0x10)
+	}
+	g.movi16b(m4, 0x0f)
+	g.zero(sum)
+	g.zero(summs)
+	g.label(label + "loop")
+	g.op("MOVHU.P 2(R0), R5")
+	g.op("MOVHU.P 2(R0), R8")
+	if q5 {
+		g.op("MOVWU.P 4(R0), R7")
+	}
+	g.op("VLD1.P 16(R0), [V0.B16]")
+	g.op("MOVHU.P 2(R1), R6")
+	g.op("MOVHU.P 2(R1), R9")
+	g.op("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	g.and16b(6, 0, m4)
+	g.ushr16b(7, 0, 4)
+	if q5 {
+		g.insS(8, 0, 7)
+		for _, p := range [][2]int{{9, idxLo}, {10, idxHi}} {
+			g.tbl1(p[0], 8, p[1])
+			g.and16b(p[0], p[0], bitsel)
+			g.cmeq16b(p[0], p[0], bitsel)
+			g.and16b(p[0], p[0], c16)
+		}
+		g.orr16b(6, 6, 9)
+		g.orr16b(7, 7, 10)
+	}
+	g.zero(4)
+	g.sdot(4, 6, 2)
+	g.sdot(4, 7, 3)
+	g.addv4s(4, 4)
+	g.scvtfS(4, 4)
+	g.fmovSW(20, 5)
+	g.fcvtSH(20, 20)
+	g.fmovSW(21, 6)
+	g.fcvtSH(21, 21)
+	g.fmulS(20, 20, 21) // dx*dy
+	g.fmulS(4, 4, 20)
+	g.faddS(sum, sum, 4)
+	g.fmovSW(22, 8)
+	g.fcvtSH(22, 22)
+	g.fmovSW(23, 9)
+	g.fcvtSH(23, 23)
+	g.fmulS(22, 22, 23) // m*s
+	g.faddS(summs, summs, 22)
+	g.op("SUBS $1, R2")
+	g.op("BNE %sloop", label)
+	g.faddS(sum, sum, summs)
+	g.ret(sum, 1)
+}
+
+// iq3S is ggml_vec_dot_iq3_s_q8_K (NEON path): per group of 32, eight
+// 4-byte grid entries with 9-bit indices (qs bytes plus one qh bit each)
+// gathered four to a vector, the explicit sign bits spread to byte masks
+// by TBL + CMEQ (tables at R4: q5NEONTable), SDOT, and the scales 1+2s
+// multiplied into the exact integer super-block sum; the floats in GoDot's
+// order, so the result is bit-identical to it.
+func iq3S(g *gen) {
+	g.header("dotIQ3SNEON", "// func dotIQ3SNEON(x, y *byte, nb int, grid *uint32, tab *byte) float32\n", "grid", "tab")
+	const idxLo, idxHi, bitsel, sum = 26, 27, 23, 28
+	g.op("VLD1 (R4), [V%d.B16, V%d.B16]", idxLo, idxHi)
+	g.op("ADD $32, R4, R12")
+	g.op("VLD1 (R12), [V%d.B16]", bitsel)
+	g.zero(sum)
+	g.superLoop("iq3S", 110, func() {
+		// scales 1+2s of the 8 groups into V24 (groups 0-3), V25 (4-7).
+		g.op("MOVWU 106(R0), R6")
+		for j := 0; j < 8; j++ {
+			g.op("UBFX $%d, R6, $4, R11", 4*j)
+			g.op("LSL $1, R11, R11")
+			g.op("ADD $1, R11, R11")
+			g.insS(24+j/4, j%4, 11)
+		}
+		g.op("ADD $2, R0, R8")
+		g.op("ADD $66, R0, R10")
+		g.op("ADD $74, R0, R13")
+		g.op("ADD $4, R1, R9")
+		for ib32 := 0; ib32 < 8; ib32++ {
+			g.op("VLD1.P 32(R9), [V2.B16, V3.B16]")
+			g.op("MOVD.P 8(R8), R5")
+			g.op("MOVBU.P 1(R10), R6")
+			g.op("MOVWU.P 4(R13), R7")
+			for k := 0; k < 8; k++ {
+				v := 6 + k/4
+				g.op("UBFX $%d, R5, $8, R11", 8*k)
+				g.op("UBFX $%d, R6, $1, R12", k)
+				g.op("ORR R12<<8, R11, R11")
+				if k%4 == 0 {
+					g.op("FMOVS (R3)(R11<<2), F%d", v)
+				} else {
+					g.op("ADD R11<<2, R3, R12")
+					g.ld1S(v, k%4, 12)
+				}
+			}
+			g.insS(8, 0, 7)
+			for h, idx := range []int{idxLo, idxHi} {
+				m := 9 + h
+				g.tbl1(m, 8, idx)
+				g.and16b(m, m, bitsel)
+				g.cmeq16b(m, m, bitsel)
+				g.signed(6+h, m)
+			}
+			p := 14 + ib32%4
+			g.zero(p)
+			g.sdot(p, 6, 2)
+			g.sdot(p, 7, 3)
+			if ib32%4 == 3 {
+				g.reduceP(14)
+				if ib32 == 3 {
+					g.mul4s(20, 14, 24)
+				} else {
+					g.mla4s(20, 14, 25)
+				}
+			}
+		}
+		g.addv4s(20, 20)
+		g.kFloat1(20, sum, 0, 1)
+	})
+	g.ret(sum, 2)
+}
