@@ -271,10 +271,11 @@ func (p *program) loadDefault(ctx context.Context) {
 	}
 }
 
-// watchSettings applies settings changes: threads and context length
-// reload the loaded model (after the queued generations), and it logs that
-// the API's port and network access apply when Strata starts next.
-// Keep-alive applies from the next request on.
+// watchSettings applies settings changes: speculation from the engine's
+// next request; threads and context length reload the loaded model (after
+// the queued generations), and it logs that the API's port and network
+// access apply when Strata starts next. Keep-alive applies from the next
+// request on.
 func (p *program) watchSettings(ctx context.Context) {
 	ch, stop := p.settings.Subscribe()
 	defer stop()
@@ -297,6 +298,10 @@ func (p *program) watchSettings(ctx context.Context) {
 						p.log.Error("reloading the model after a settings change", "err", err)
 					}
 				}()
+			}
+			if s.Speculation != first.Speculation {
+				p.log.Info("settings changed: speculative decoding applies from the next request",
+					"enabled", s.Speculation.Enabled, "auto_depth", s.Speculation.AutoDepth, "max_draft", s.Speculation.MaxDraftTokens)
 			}
 			if s.API != first.API {
 				p.log.Info("settings changed: the API address applies when Strata starts next")
@@ -381,7 +386,7 @@ func applyHome(env *cmdEnv, home string) error {
 // engineOptions are the engine's options from the settings: the one place
 // where settings become engine behaviour. Threads, context length and the
 // expert cache apply when the model next loads (watchSettings reloads it);
-// cache-aware routing from the next generation.
+// cache-aware routing and speculative decoding from the next generation.
 func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger) engine.Options {
 	o := engine.Options{
 		Threads:       s.Advanced.Threads,
@@ -394,6 +399,14 @@ func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger) engine.Op
 			ProtectedTop: s.Routing.ProtectedTop,
 			AlwaysKept:   s.Routing.AlwaysKept,
 			MaxRank:      s.Routing.MaxRankWindow,
+		},
+		Speculation: engine.Speculation{
+			Enabled:      s.Speculation.Enabled,
+			Gate:         s.Speculation.AutoDepth,
+			MaxDraft:     s.Speculation.MaxDraftTokens,
+			MinDraftProb: s.Speculation.MinDraftProb,
+			Lookup:       s.Speculation.PromptLookup,
+			MTP:          s.Speculation.MTP,
 		},
 	}
 	if s.Memory.LearnUsage && d.Data != "" {

@@ -141,10 +141,11 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The engine stops within a token of the cancel reaching the server,
-	// but the demo model decodes a token in well under a millisecond, so a
-	// few more are made while the cancel is on the wire.
-	if g.Stats.FinishReason != "cancelled" || len(g.Tokens) < 3 || len(g.Tokens) > 100 {
+	// The engine stops within a step of the cancel reaching the server,
+	// but the demo model decodes a token in well under a millisecond (and
+	// speculative decoding emits up to 16 a step on its repetitive text),
+	// so more are made while the cancel is on the wire.
+	if g.Stats.FinishReason != "cancelled" || len(g.Tokens) < 3 || len(g.Tokens) > 300 {
 		t.Errorf("cancel after 3: %d tokens, finish %q", len(g.Tokens), g.Stats.FinishReason)
 	}
 

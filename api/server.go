@@ -389,6 +389,7 @@ func toGenStats(st engine.Stats) protocol.GenStats {
 		PromptPerSecond:  st.PromptPerSecond,
 		TokensPerSecond:  st.TokensPerSecond,
 		FinishReason:     string(st.FinishReason),
+		Speculation:      toSpecStats(st.Speculation),
 	}
 	if x := st.Experts; x != nil {
 		g.Experts = &protocol.ExpertStats{Hits: x.Hits, Misses: x.Misses, HitRate: x.HitRate, BytesRead: x.BytesRead,
@@ -398,6 +399,14 @@ func toGenStats(st engine.Stats) protocol.GenStats {
 		g.Routing = &protocol.RoutingStats{Agreement: r.Agreement, KL: r.KL, SwappedPct: r.SwappedPct, ResidentPct: r.ResidentPct}
 	}
 	return g
+}
+
+func toSpecStats(s *engine.SpecStats) *protocol.SpecStats {
+	if s == nil {
+		return nil
+	}
+	return &protocol.SpecStats{Proposed: s.Proposed, Verified: s.Verified, Accepted: s.Accepted, Declined: s.Declined,
+		Verifies: s.Verifies, PlainSteps: s.PlainSteps, T1MS: s.T1MS, TRatio: s.TRatio, Acceptance: s.Acceptance}
 }
 
 func toModelInfo(m *engine.ModelInfo) *protocol.ModelInfo {

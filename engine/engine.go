@@ -20,6 +20,7 @@ import (
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/routing"
 	"github.com/strata-llm/strata/engine/sample"
+	"github.com/strata-llm/strata/engine/speculation/gate"
 	"github.com/strata-llm/strata/engine/tokenizer"
 	"github.com/strata-llm/strata/internal/cores"
 )
@@ -61,6 +62,7 @@ type Options struct {
 	Streaming     Streaming          // when experts are streamed from the SSD; applies at the next Load
 	ExpertCache   int64              // expert cache bytes when streaming; 0: what the process may use; applies at the next Load
 	Routing       routing.CacheRoute // cache-aware routing; applies from the next generation
+	Speculation   Speculation        // speculative decoding; applies from the next generation
 	// HistoryDir holds the learned expert-usage histories of streamed
 	// models (one file per model, named by its identity); "": none kept.
 	// Applies at the next Load.
@@ -106,8 +108,9 @@ type loaded struct {
 	batch  model.Batch     // reused for decode steps
 	one    [1]int32
 
-	resident  int64 // bytes of weights read into memory (0 when mapped)
-	sessBytes int64 // the session's KV cache and buffers; guarded by Engine.mu
+	resident  int64      // bytes of weights read into memory (0 when mapped)
+	sessBytes int64      // the session's KV cache and buffers; guarded by Engine.mu
+	gate      *gate.Gate // SpecGate's measurements for this model; nil until a request speculates
 }
 
 // sessionBytes asks the session what it holds; only while it is not in use.
@@ -556,14 +559,14 @@ func (e *Engine) promptTokens(lm *loaded, req Request) ([]int32, error) {
 	}
 }
 
-func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit func(Token) error, stopWarm func()) (Stats, error) {
+func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit func(Token) error, stopWarm func()) (st Stats, err error) {
 	start := time.Now()
 	prompt, err := e.promptTokens(lm, req)
 	stopWarm() // the warm-up ran while the prompt was rendered and tokenized
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{PromptTokens: len(prompt), PromptIDs: prompt}
+	st = Stats{PromptTokens: len(prompt), PromptIDs: prompt}
 	if len(prompt) == 0 {
 		return st, badRequest("empty prompt")
 	}
@@ -603,6 +606,10 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 	dec := lm.tok.NewStreamDecoder()
 	stop := newStopMatcher(req.Sampling.Stop)
 	var firstAt time.Time
+	sp := e.newSpeculator(lm, req)
+	if sp != nil {
+		defer func() { st.Speculation = sp.stats() }()
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return e.finish(ctx, st, start, firstAt, err)
@@ -610,7 +617,12 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 		if cons != nil {
 			cons.Mask(logits) // the session's buffer; the next forward overwrites it
 		}
-		id := smp.Sample(logits, history)
+		var id int32
+		if sp != nil { // never under a constraint (newSpeculator)
+			id = sp.next(smp, logits, history)
+		} else {
+			id = smp.Sample(logits, history)
+		}
 		if cons != nil {
 			if err := cons.Accept(id); err != nil {
 				return e.finish(ctx, st, start, firstAt, err)
@@ -648,7 +660,7 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 			st.FinishReason = FinishStop
 			break
 		}
-		if st.GeneratedTokens >= maxTokens || lm.sess.Len() >= capacity {
+		if st.GeneratedTokens >= maxTokens || len(history)-1 >= capacity { // the session holds history but id
 			tail, _ := stop.add(dec.Flush())
 			if tail += stop.flush(); tail != "" {
 				if err := emit(Token{ID: -1, Text: tail}); err != nil {
@@ -658,7 +670,11 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 			st.FinishReason = FinishLength
 			break
 		}
-		logits, err = lm.step(ctx, id)
+		if sp != nil {
+			logits, err = sp.step(ctx, id, history, maxTokens-st.GeneratedTokens)
+		} else {
+			logits, err = lm.step(ctx, id)
+		}
 		if err != nil {
 			return e.finish(ctx, st, start, firstAt, err)
 		}

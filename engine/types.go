@@ -87,6 +87,8 @@ type Stats struct {
 	// Experts is the expert cache's work during the generation; nil
 	// unless experts are streamed.
 	Experts *ExpertStats `json:"experts,omitempty"`
+	// Speculation is speculative decoding's work; nil when it was off.
+	Speculation *SpecStats `json:"speculation,omitempty"`
 	// Routing describes cache-aware routing's choices; nil when it is off.
 	Routing *RoutingStats `json:"routing,omitempty"`
 }

@@ -340,6 +340,8 @@ type GenStats struct {
 	Experts *ExpertStats `json:"experts,omitempty"`
 	// Routing describes cache-aware routing's choices when it is on.
 	Routing *RoutingStats `json:"routing,omitempty"`
+	// Speculation is speculative decoding's work; absent when it was off.
+	Speculation *SpecStats `json:"speculation,omitempty"`
 }
 
 // ExpertStats describe expert streaming over one generation.
@@ -360,6 +362,20 @@ type RoutingStats struct {
 	KL          float64 `json:"kl"`           // mean KL of the chosen weights from the true top-k ones
 	SwappedPct  float64 `json:"swapped_pct"`  // % of slots given to an expert outside the true top-k
 	ResidentPct float64 `json:"resident_pct"` // % of chosen experts that were resident
+}
+
+// SpecStats describe speculative decoding over one generation; the
+// timings and acceptance are measured over the loaded model's requests.
+type SpecStats struct {
+	Proposed   int                  `json:"drafts_proposed"` // tokens drafters proposed
+	Verified   int                  `json:"drafts_verified"` // drafted tokens checked by the model
+	Accepted   int                  `json:"drafts_accepted"` // drafted tokens kept
+	Declined   int                  `json:"drafts_declined"` // proposed but not checked (not worth it)
+	Verifies   int                  `json:"verify_steps"`    // steps that checked drafts
+	PlainSteps int                  `json:"plain_steps"`     // steps of one token
+	T1MS       float64              `json:"t1_ms"`           // time of a one-token step
+	TRatio     []float64            `json:"t_ratio"`         // [n-1]: time of an n-token step / T(1); 0 unmeasured
+	Acceptance map[string][]float64 `json:"acceptance"`      // per drafter, by draft position
 }
 
 // ModelEntry is one model of models.list.

@@ -107,6 +107,22 @@ type Session interface {
 	Close() error
 }
 
+// DraftHead is implemented by a Session whose model carries a
+// multi-token-prediction (nextn) head, for speculative decoding. No
+// architecture implements it yet: qwen3next loads its MTP blocks but does
+// not run them; when it does, its Session implements this and the
+// engine's MTP drafter (engine/speculation) uses it with no other change.
+type DraftHead interface {
+	// DraftDepth is the most tokens one Draft can propose (0: none).
+	DraftDepth() int
+	// Draft proposes up to n tokens to follow the session's tokens and
+	// next (the token about to be forwarded), from hidden, the trunk's
+	// final hidden state of the session's last position (a Batch.HiddenOut
+	// row), calling emit for each in order with the head's probability of
+	// it. The head's own cache follows the session's Truncate.
+	Draft(ctx context.Context, hidden []float32, next int32, n int, emit func(tok int32, p float64)) error
+}
+
 // TensorRef names one tensor of the file: a 3-D expert tensor
 // [cols, rows, experts] whose expert e occupies bytes
 // [e·PerExpert, (e+1)·PerExpert) of the tensor's data.

@@ -42,6 +42,24 @@ func New(p Params, nVocab int) *Sampler {
 // The order of the filters follows llama.cpp's default chain: penalties,
 // top-k, top-p, min-p, temperature, then a draw.
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
+	c, greedy := s.dist(logits, history)
+	if greedy >= 0 {
+		return greedy
+	}
+	r := s.rng.Float64()
+	var acc float64
+	for i := range c {
+		acc += float64(c[i].p)
+		if r < acc {
+			return c[i].id
+		}
+	}
+	return c[len(c)-1].id
+}
+
+// dist computes the distribution Sample draws from: the greedy token
+// (≥ 0) at temperature 0, else the candidates with their probabilities.
+func (s *Sampler) dist(logits []float32, history []int32) ([]cand, int32) {
 	c := s.cands[:0]
 	for i, l := range logits {
 		c = append(c, cand{id: int32(i), logit: l})
@@ -55,7 +73,7 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 				best = i
 			}
 		}
-		return c[best].id
+		return nil, c[best].id
 	}
 	c = prune(c, s.p.Temperature)
 	c = topK(c, s.p.TopK)
@@ -65,15 +83,51 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		c[i].logit /= s.p.Temperature
 	}
 	softmax(c)
-	r := s.rng.Float64()
-	var acc float64
+	return c, -1
+}
+
+// Verify decides a drafted token (speculative decoding) against the
+// distribution p that Sample would draw from for the same logits and
+// history, and returns the token to emit and whether it is the draft.
+// Greedy: the draft is accepted exactly when it is Sample's token, which is
+// returned either way. Sampling: standard speculative rejection sampling
+// with the draft as a point-mass proposal: accepted with probability
+// p(draft), else a token drawn from p with the draft removed and the rest
+// renormalised. The returned token is then distributed exactly as
+// Sample's: p(x) = p(draft)·[x = draft] + (1 − p(draft))·p(x)/(1 − p(draft))
+// for x ≠ draft. (The random stream differs from plain sampling's, so a
+// seeded run gives other tokens with the same distribution.)
+func (s *Sampler) Verify(logits []float32, history []int32, draft int32) (int32, bool) {
+	c, greedy := s.dist(logits, history)
+	if greedy >= 0 {
+		return greedy, greedy == draft
+	}
+	var pd float64
 	for i := range c {
-		acc += float64(c[i].p)
-		if r < acc {
-			return c[i].id
+		if c[i].id == draft {
+			pd = float64(c[i].p)
 		}
 	}
-	return c[len(c)-1].id
+	if pd > 0 && s.rng.Float64() < pd {
+		return draft, true
+	}
+	r := s.rng.Float64() * (1 - pd)
+	var acc float64
+	last := int32(-1)
+	for i := range c {
+		if c[i].id == draft {
+			continue
+		}
+		last = c[i].id
+		acc += float64(c[i].p)
+		if r < acc {
+			return c[i].id, false
+		}
+	}
+	if last < 0 { // the draft was the only candidate (p(draft) rounds below 1)
+		return draft, true
+	}
+	return last, false
 }
 
 // penalize applies llama.cpp's repetition, frequency and presence penalties

@@ -143,3 +143,67 @@ func TestSampleAllocs(t *testing.T) {
 		t.Errorf("%v allocations per token", n)
 	}
 }
+
+// chi2Crit999 are the χ² critical values at p = 0.001 by degrees of freedom.
+var chi2Crit999 = map[int]float64{1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46, 7: 24.32}
+
+// TestVerifyDistribution: the token Verify returns for a draft is
+// distributed as Sample's (χ² goodness of fit against the sampler's own
+// probabilities, 40k seeded draws per case), whichever token is drafted
+// (likely, unlikely, filtered out), and greedy verification accepts
+// exactly Sample's token.
+func TestVerifyDistribution(t *testing.T) {
+	logits := []float32{2, 1.5, 0.2, -1, 0.9, -3, 1.1}
+	params := []Params{
+		{Temperature: 0.8, Seed: 1},
+		{Temperature: 0.8, TopK: 4, Seed: 2},
+		{Temperature: 1.3, TopP: 0.9, RepeatPenalty: 1.3, Seed: 3},
+	}
+	history := []int32{0, 4}
+	for pi, p := range params {
+		for _, draft := range []int32{0, 2, 5} {
+			s := New(p, len(logits))
+			c, _ := s.dist(logits, history)
+			want := map[int32]float64{}
+			for _, x := range c {
+				want[x.id] = float64(x.p)
+			}
+			const n = 40000
+			got := map[int32]float64{}
+			accepted := 0
+			for range n {
+				tok, ok := s.Verify(logits, history, draft)
+				if ok != (tok == draft) {
+					t.Fatalf("params %d draft %d: token %d, accepted %v", pi, draft, tok, ok)
+				}
+				if ok {
+					accepted++
+				}
+				got[tok]++
+			}
+			chi2 := 0.0
+			for id, pw := range want {
+				e := pw * n
+				chi2 += (got[id] - e) * (got[id] - e) / e
+			}
+			for id := range got {
+				if want[id] == 0 {
+					t.Fatalf("params %d draft %d: token %d has no probability but was returned", pi, draft, id)
+				}
+			}
+			if crit := chi2Crit999[len(want)-1]; chi2 > crit {
+				t.Errorf("params %d draft %d: χ² %.1f > %.1f (df %d): got %v, want %v", pi, draft, chi2, crit, len(want)-1, got, want)
+			}
+			if a := float64(accepted) / n; math.Abs(a-want[draft]) > 0.01 {
+				t.Errorf("params %d draft %d: accepted %.3f, want p(draft) %.3f", pi, draft, a, want[draft])
+			}
+		}
+	}
+	g := New(Params{}, len(logits))
+	if tok, ok := g.Verify(logits, nil, 0); tok != 0 || !ok {
+		t.Fatalf("greedy verify of the argmax: %d %v", tok, ok)
+	}
+	if tok, ok := g.Verify(logits, nil, 1); tok != 0 || ok {
+		t.Fatalf("greedy verify of another token: %d %v", tok, ok)
+	}
+}

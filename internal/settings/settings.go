@@ -122,6 +122,7 @@ type Speculation struct {
 	MaxDraftTokens int     `json:"max_draft_tokens"`
 	MinDraftProb   float64 `json:"min_draft_probability"`
 	PromptLookup   bool    `json:"prompt_lookup"`
+	MTP            bool    `json:"mtp"` // the model's own multi-token-prediction head, where its file has one
 }
 
 // Routing configures cache-aware expert routing (MoCE).
@@ -162,7 +163,7 @@ const (
 // Defaults returns the settings a new install starts with.
 func Defaults() Settings {
 	return Settings{
-		Speculation: Speculation{Enabled: true, AutoDepth: true, MaxDraftTokens: 8, MinDraftProb: 0.1, PromptLookup: true},
+		Speculation: Speculation{Enabled: true, AutoDepth: true, MaxDraftTokens: 8, MinDraftProb: 0.1, PromptLookup: true, MTP: true},
 		Routing:     Routing{Enabled: false, Strength: 2, ProtectedTop: 2, MaxRankWindow: 16, AlwaysKept: 1},
 		Memory:      Memory{ExpertCacheGB: 0, KeepLoadedMinutes: DefaultKeepLoadedMinutes, LearnUsage: true},
 		API:         API{Port: DefaultPort, AllowNetwork: false},
@@ -215,21 +216,24 @@ const LaterText = "coming in a later version"
 // Fields lists every knob in display order. The slice is shared: do not
 // modify it.
 var fields = []Field{
-	{Key: "speculation.enabled", Group: GroupSpeculation, Label: "Speculative decoding", Kind: Bool,
+	{Key: "speculation.enabled", Group: GroupSpeculation, Label: "Speculative decoding", Kind: Bool, Live: true,
 		Help: "Guesses several words ahead and checks them at once, which can make answers appear faster without changing them.",
 		ptr:  func(s *Settings) any { return &s.Speculation.Enabled }},
-	{Key: "speculation.auto_depth", Group: GroupSpeculation, Label: "Automatic depth (SpecGate)", Kind: Bool,
-		Help: "Measures how often guesses are right and only guesses as far ahead as pays off.",
+	{Key: "speculation.auto_depth", Group: GroupSpeculation, Label: "Automatic depth (SpecGate)", Kind: Bool, Live: true,
+		Help: "Measures how often guesses are right and only guesses as far ahead as pays off; off always guesses the maximum.",
 		ptr:  func(s *Settings) any { return &s.Speculation.AutoDepth }},
-	{Key: "speculation.max_draft_tokens", Group: GroupSpeculation, Label: "Max draft tokens", Kind: Int, Min: 1, Max: 32,
-		Help: "The most words guessed ahead in one step.",
+	{Key: "speculation.max_draft_tokens", Group: GroupSpeculation, Label: "Max draft tokens", Kind: Int, Min: 1, Max: 32, Live: true,
+		Help: "The most words guessed ahead in one step (at most 15 are used).",
 		ptr:  func(s *Settings) any { return &s.Speculation.MaxDraftTokens }},
-	{Key: "speculation.min_draft_probability", Group: GroupSpeculation, Label: "Minimum draft probability", Kind: Float, Min: 0, Max: 1,
+	{Key: "speculation.min_draft_probability", Group: GroupSpeculation, Label: "Minimum draft probability", Kind: Float, Min: 0, Max: 1, Live: true,
 		Help: "Stops guessing further once a guess is less likely than this (0 to 1).",
 		ptr:  func(s *Settings) any { return &s.Speculation.MinDraftProb }},
-	{Key: "speculation.prompt_lookup", Group: GroupSpeculation, Label: "Prompt-lookup drafts", Kind: Bool,
+	{Key: "speculation.prompt_lookup", Group: GroupSpeculation, Label: "Prompt-lookup drafts", Kind: Bool, Live: true,
 		Help: "Takes guesses from text already in the conversation, which helps when answers repeat or quote it.",
 		ptr:  func(s *Settings) any { return &s.Speculation.PromptLookup }},
+	{Key: "speculation.mtp", Group: GroupSpeculation, Label: "Model's own drafts (MTP)", Kind: Bool,
+		Help: "Lets a model that has a built-in look-ahead head guess the next words with it (models without one are not affected).",
+		ptr:  func(s *Settings) any { return &s.Speculation.MTP }},
 
 	{Key: "routing.enabled", Group: GroupRouting, Label: "Cache-aware routing", Kind: Bool, Live: true,
 		Help: "Prefers parts of the model already in memory, trading a little exactness for speed when the model streams from disk.",
@@ -249,8 +253,8 @@ var fields = []Field{
 
 	{Key: "memory.expert_cache_gb", Group: GroupMemory, Label: "Expert cache budget (GB)", Kind: Float, Min: 0.5, Max: 4096,
 		Special: map[float64]string{0: "Auto"}, Live: true,
-		Help:    "Memory set aside for model parts streamed from disk (Auto: what this computer can spare now), from the next time the model loads.",
-		ptr:     func(s *Settings) any { return &s.Memory.ExpertCacheGB }},
+		Help: "Memory set aside for model parts streamed from disk (Auto: what this computer can spare now), from the next time the model loads.",
+		ptr:  func(s *Settings) any { return &s.Memory.ExpertCacheGB }},
 	{Key: "memory.learn_usage", Group: GroupMemory, Label: "Learn which parts I use", Kind: Bool, Live: true,
 		Help: "Remembers which model parts your conversations use, so a streamed model starts faster after a restart.",
 		ptr:  func(s *Settings) any { return &s.Memory.LearnUsage }},

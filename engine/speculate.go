@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/sample"
+	"github.com/strata-llm/strata/engine/speculation"
+	"github.com/strata-llm/strata/engine/speculation/gate"
+)
+
+// Speculation configures speculative decoding: drafters propose the next
+// tokens, one batched forward of at most model.InvariantRows rows checks
+// them, and the accepted prefix is kept. Tokens never change because of
+// it: greedy decoding gives exactly plain decoding's tokens (every verify
+// row gets the logits a one-row step would), sampling keeps plain
+// sampling's distribution (speculative rejection sampling; a seeded run
+// draws other tokens from the same distribution). The zero value is off.
+//
+// Not drafted: requests with a structured-output constraint (each token's
+// mask depends on the tokens before it; such requests decode plainly).
+type Speculation struct {
+	Enabled bool
+	// Gate: SpecGate picks the depth per step from measured acceptance and
+	// forward times; false: always MaxDraft drafts when there are some.
+	Gate bool
+	// MaxDraft is the most drafts per verify (at most
+	// model.InvariantRows−1); 0: off.
+	MaxDraft int
+	// MinDraftProb stops a draft at the first token whose estimated
+	// acceptance is below it.
+	MinDraftProb float64
+	// Lookup: prompt-lookup drafts (n-grams of the context).
+	Lookup bool
+	// MTP: drafts from the model's multi-token-prediction head, where its
+	// session offers one (model.DraftHead).
+	MTP bool
+	// Drafter, if set, is tried before the others (benchmarks and tests:
+	// e.g. a drafter replaying known tokens).
+	Drafter speculation.Drafter
+}
+
+func (s Speculation) on() bool { return s.Enabled && s.MaxDraft > 0 }
+
+// SpecStats describe one generation's speculation; the timings and
+// acceptance are SpecGate's measurements for the loaded model so far.
+type SpecStats struct {
+	Proposed   int `json:"drafts_proposed"` // tokens drafters proposed
+	Verified   int `json:"drafts_verified"` // drafted tokens checked in a verify forward
+	Accepted   int `json:"drafts_accepted"` // drafted tokens kept
+	Declined   int `json:"drafts_declined"` // proposed but not checked (the gate found them too costly or doubtful)
+	Verifies   int `json:"verify_steps"`    // forwards with drafts
+	PlainSteps int `json:"plain_steps"`     // one-row forwards
+	Refills    int `json:"refills"`         // rollbacks the session could not do, forwarded again instead
+	// T1MS is T(1), the measured time of a one-row forward; TRatio[n-1]
+	// is T(n)/T(1) (0 where n rows were never measured).
+	T1MS   float64   `json:"t1_ms"`
+	TRatio []float64 `json:"t_ratio"`
+	// Acceptance is a_j by draft position, per drafter ("lookup", "mtp", …).
+	Acceptance map[string][]float64 `json:"acceptance"`
+}
+
+// speculator is one generation's speculative decoding state.
+type speculator struct {
+	lm       *loaded
+	gate     *gate.Gate
+	drafters []speculation.Drafter
+	mtp      *speculation.MTP
+	draft    speculation.Draft
+	st       SpecStats
+	toks     []int32 // the forward's tokens
+	flags    []bool  // all true: every row's outputs
+
+	// The verify in progress: pending[i] is the draft to check against
+	// rows[i]; src, probs, k and accepted describe it for the gate.
+	pending  []int32
+	rows     [][]float32
+	src      gate.Source
+	probs    []float64
+	k        int
+	accepted int
+	hidden   [][]float32 // the verify's hidden rows (MTP only)
+	row      []float32   // the logits that follow an accepted draft
+}
+
+// newSpeculator returns the generation's speculator, or nil when it
+// decodes plainly.
+func (e *Engine) newSpeculator(lm *loaded, req Request) *speculator {
+	e.mu.Lock()
+	o := e.opts.Speculation
+	e.mu.Unlock()
+	// A structured-output constraint's mask depends on every token before,
+	// so constrained requests decode plainly.
+	if !o.on() || req.Constraint != nil {
+		return nil
+	}
+	cfg := gate.Config{MaxDraft: min(o.MaxDraft, model.InvariantRows-1), Fixed: !o.Gate, MinProb: o.MinDraftProb}
+	if lm.gate == nil {
+		lm.gate = gate.New(cfg)
+	}
+	lm.gate.SetConfig(cfg)
+	sp := &speculator{lm: lm, gate: lm.gate}
+	if o.Drafter != nil {
+		sp.drafters = append(sp.drafters, o.Drafter)
+	}
+	if o.Lookup {
+		sp.drafters = append(sp.drafters, &speculation.Lookup{})
+	}
+	if h, ok := lm.sess.(model.DraftHead); ok && o.MTP && h.DraftDepth() > 0 {
+		sp.mtp = &speculation.MTP{Head: h}
+		sp.drafters = append(sp.drafters, sp.mtp)
+	}
+	if len(sp.drafters) == 0 {
+		return nil
+	}
+	return sp
+}
+
+// next returns the token that follows history given logits: the verdict on
+// the pending draft if there is one, else a plain sample.
+func (sp *speculator) next(smp *sample.Sampler, logits []float32, history []int32) int32 {
+	sp.row = nil
+	if len(sp.pending) == 0 {
+		return smp.Sample(logits, history)
+	}
+	tok, ok := smp.Verify(logits, history, sp.pending[0])
+	if ok {
+		sp.accepted++
+		sp.st.Accepted++
+		sp.row = sp.rows[1]
+		sp.pending, sp.rows = sp.pending[1:], sp.rows[1:]
+		if len(sp.pending) == 0 {
+			sp.settle()
+		}
+		return tok
+	}
+	if sp.mtp != nil { // the last kept position is the verify's row `accepted`
+		sp.mtp.SetHidden(sp.hidden[sp.accepted])
+	}
+	sp.settle()
+	return tok
+}
+
+// settle reports the verify in progress to the gate.
+func (sp *speculator) settle() {
+	if sp.k > 0 {
+		sp.gate.Verified(sp.src, sp.probs, sp.k, sp.accepted)
+	}
+	sp.pending, sp.rows, sp.hidden, sp.k, sp.accepted = nil, nil, nil, 0, 0
+}
+
+// step forwards id (just emitted, the last of history) with the drafts the
+// gate picks and returns the logits that follow id; room is how many more
+// tokens the generation may emit after id.
+func (sp *speculator) step(ctx context.Context, id int32, history []int32, room int) ([]float32, error) {
+	if sp.row != nil { // id was an accepted draft: the verify computed what follows it
+		r := sp.row
+		sp.row = nil
+		return r, nil
+	}
+	lm := sp.lm
+	keep := len(history) - 1 // what the session must hold before id
+	if lm.sess.Len() > keep {
+		if err := sp.rollback(ctx, history[:keep]); err != nil {
+			return nil, err
+		}
+	}
+	room = min(room-1, lm.sess.Cap()-keep-1, sp.gate.Config().MaxDraft)
+	sp.draft.Reset()
+	var plan gate.Plan
+	var src gate.Source
+	for _, d := range sp.drafters {
+		if room <= 0 {
+			break
+		}
+		t0 := time.Now()
+		if err := d.Draft(ctx, history, room, &sp.draft); err != nil {
+			return nil, fmt.Errorf("draft: %w", err)
+		}
+		if n := len(sp.draft.Tokens); n > 0 {
+			src = d.Source()
+			sp.gate.Drafted(src, n, time.Since(t0))
+			sp.st.Proposed += n
+			plan = sp.gate.Pick(src, n, sp.draft.Probs)
+			sp.st.Declined += n - plan.K
+			break
+		}
+	}
+	k := plan.K
+	sp.toks = append(append(sp.toks[:0], id), sp.draft.Tokens[:k]...)
+	sp.flags = sp.flags[:0]
+	for range k + 1 {
+		sp.flags = append(sp.flags, true)
+	}
+	b := &lm.batch
+	*b = model.Batch{Tokens: sp.toks}
+	if k > 0 {
+		b.Logits = sp.flags
+	}
+	if sp.mtp != nil {
+		b.Hidden = sp.flags
+	}
+	t0 := time.Now()
+	if err := lm.sess.Forward(ctx, b); err != nil {
+		return nil, err
+	}
+	sp.gate.Forward(k+1, time.Since(t0))
+	if k == 0 {
+		sp.st.PlainSteps++
+		if sp.mtp != nil {
+			sp.mtp.SetHidden(b.HiddenOut[0])
+		}
+		return b.Out[0], nil
+	}
+	sp.st.Verifies++
+	sp.st.Verified += k
+	sp.pending = append(sp.pending[:0], sp.draft.Tokens[:k]...)
+	sp.rows = append(sp.rows[:0], b.Out...)
+	sp.src, sp.probs, sp.k, sp.accepted = src, append(sp.probs[:0], sp.draft.Probs[:k]...), k, 0
+	if sp.mtp != nil {
+		// The MTP head's next draft starts from the last kept row: the
+		// last one if every draft is accepted, an earlier one (next) on a
+		// rejection.
+		sp.hidden = b.HiddenOut
+		sp.mtp.SetHidden(b.HiddenOut[k])
+	}
+	return b.Out[0], nil
+}
+
+// rollback drops the session's positions after kept (rejected drafts).
+// When the session cannot roll back that far (recurrent state keeps only a
+// few steps) it is reset and kept is forwarded again, in batches small
+// enough that each row is computed as a one-row step would compute it.
+func (sp *speculator) rollback(ctx context.Context, kept []int32) error {
+	lm := sp.lm
+	err := lm.sess.Truncate(len(kept))
+	if err == nil || !errors.Is(err, model.ErrRollback) {
+		return err
+	}
+	sp.st.Refills++
+	if err := lm.sess.Truncate(0); err != nil {
+		return fmt.Errorf("reset the session after a failed rollback: %w", err)
+	}
+	for i := 0; i < len(kept); i += model.InvariantRows {
+		chunk := kept[i:min(i+model.InvariantRows, len(kept))]
+		lm.batch = model.Batch{Tokens: chunk, Logits: make([]bool, len(chunk))}
+		if err := lm.sess.Forward(ctx, &lm.batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stats ends the generation's speculation and reports it.
+func (sp *speculator) stats() *SpecStats {
+	if sp.k > 0 { // ended inside a verify: count only what was decided
+		sp.gate.Verified(sp.src, sp.probs, sp.accepted, sp.accepted)
+		sp.k = 0
+	}
+	st := sp.st
+	sn := sp.gate.Snapshot()
+	st.T1MS = float64(sn.T1) / float64(time.Millisecond)
+	st.TRatio = sn.Ratios
+	st.Acceptance = sn.Acceptance
+	return &st
+}

@@ -1,0 +1,191 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/synth"
+)
+
+// BenchmarkSpeculation measures decode speed with speculation off, at
+// fixed depths 1, 2, 3, 5 and with SpecGate, over controlled regimes on
+// synthetic models (random weights, so acceptance is set by the regime):
+//
+//   - lookup: greedy text of a peaked model that falls into repetition,
+//     prompt-lookup drafts;
+//   - replay a: greedy, a drafter proposing the model's own next tokens
+//     each corrupted with probability 1−a (a = 0.9, 0.6, 0.3, 0.1);
+//   - flat T0.8: sampling at temperature 0.8 on a flat model, lookup drafts.
+//
+// each in memory and with experts streamed through a cache of a quarter of
+// them. Every configuration keeps one engine (SpecGate's measurements
+// persist across requests, as in use) warmed by one generation; then
+// STRATA_BENCH_ROUNDS rounds (default 3) run every configuration once in
+// turn (plain first, the others in an order rotated per round), and the table reports medians over rounds (the machine is shared:
+// alternating runs spreads its noise over all configurations alike);
+// STRATA_BENCH_MEM=RAM or streaming runs one of the two.
+//
+//	go test -run '^$' -bench BenchmarkSpeculation -benchtime 1x -timeout 60m ./engine/
+func BenchmarkSpeculation(b *testing.B) {
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("STRATA_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	const nTok = 96
+	dir := b.TempDir()
+	write := func(name string, scale float32) string {
+		cfg := synth.Defaults(synth.ArchQwen3MoE)
+		cfg.Layers, cfg.Embd, cfg.Experts, cfg.ExpertsUsed, cfg.FFExpert, cfg.Vocab = 4, 512, 32, 4, 384, 2048
+		cfg.WeightScale, cfg.Seed, cfg.RouterSkew = scale, 21, 0.5
+		p := filepath.Join(dir, name)
+		if err := synth.Write(context.Background(), p, cfg); err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	peaked, flat := write("peaked.gguf", 8), write("flat.gguf", 1)
+	fi, _ := os.Stat(peaked)
+	cache := fi.Size() / 6 // experts are most of the file: about a quarter of them
+
+	prompt := []int32{11, 12, 13, 14, 11, 12, 13, 15, 16, 11, 12, 40, 41, 42, 11, 12}
+	greedy := engine.Sampling{MaxTokens: nTok}
+	type regime struct {
+		name   string
+		path   string
+		samp   engine.Sampling
+		replay float64
+	}
+	regimes := []regime{
+		{"lookup", peaked, greedy, 0},
+		{"replay 0.9", peaked, greedy, 0.9},
+		{"replay 0.6", peaked, greedy, 0.6},
+		{"replay 0.3", peaked, greedy, 0.3},
+		{"replay 0.1", peaked, greedy, 0.1},
+		{"flat T0.8", flat, engine.Sampling{MaxTokens: nTok, Temperature: 0.8}, 0},
+	}
+	type config struct {
+		name string
+		spec engine.Speculation
+	}
+	configs := []config{
+		{"off", engine.Speculation{}},
+		{"depth 1", engine.Speculation{Enabled: true, MaxDraft: 1}},
+		{"depth 2", engine.Speculation{Enabled: true, MaxDraft: 2}},
+		{"depth 3", engine.Speculation{Enabled: true, MaxDraft: 3}},
+		{"depth 5", engine.Speculation{Enabled: true, MaxDraft: 5}},
+		{"gate", engine.Speculation{Enabled: true, Gate: true, MaxDraft: 8}},
+	}
+	mems := []struct {
+		name string
+		o    engine.Options
+	}{
+		{"RAM", engine.Options{Threads: 2, ContextLength: 512, Streaming: engine.StreamNever}},
+		{"streaming", engine.Options{Threads: 2, ContextLength: 512, Streaming: engine.StreamAlways, ExpertCache: cache}},
+	}
+	if only := os.Getenv("STRATA_BENCH_MEM"); only != "" { // RAM or streaming
+		mems = slices.DeleteFunc(mems, func(m struct {
+			name string
+			o    engine.Options
+		}) bool {
+			return m.name != only
+		})
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "decode tok/s, median of %d alternating rounds, %d tokens per run; ratio to off in ()\n", rounds, nTok)
+	for _, mem := range mems {
+		for _, rg := range regimes {
+			// The reference tokens for the replay drafter: a plain greedy run.
+			var ref []int32
+			if rg.replay > 0 {
+				ref, _ = run(b, mem.o, rg.path, engine.Request{Tokens: prompt, Sampling: rg.samp})
+			}
+			engines := make([]*engine.Engine, len(configs))
+			for i, c := range configs {
+				o := mem.o
+				o.Speculation = c.spec
+				o.Speculation.Lookup = c.spec.Enabled && rg.replay == 0
+				if c.spec.Enabled && rg.replay > 0 {
+					o.Speculation.Drafter = newReplay(ref, len(prompt), rg.replay, 2048, uint64(i+1))
+				}
+				eng := engine.New(o)
+				if err := eng.Load(context.Background(), rg.path); err != nil {
+					b.Fatal(err)
+				}
+				defer eng.Close()
+				engines[i] = eng
+			}
+			req := func(round int) engine.Request {
+				s := rg.samp
+				s.Seed = uint64(100 + round)
+				return engine.Request{Tokens: prompt, Sampling: s}
+			}
+			for _, eng := range engines { // warm-up: buffers, the gate's first measurements
+				runOn(b, eng, req(0))
+			}
+			tps := make([][]float64, len(configs))
+			last := make([]engine.Stats, len(configs))
+			for r := range rounds {
+				var want []int32
+				ids0, st0 := runOn(b, engines[0], req(r+1)) // the reference first, then the rest rotated per round
+				want = ids0
+				tps[0] = append(tps[0], st0.TokensPerSecond)
+				last[0] = st0
+				for j := range len(configs) - 1 {
+					i := 1 + (j+r)%(len(configs)-1)
+					eng := engines[i]
+					ids, st := runOn(b, eng, req(r+1))
+					if rg.samp.Temperature == 0 {
+						if !slices.Equal(ids, want) {
+							b.Fatalf("%s %s %s: greedy tokens differ from plain decoding", mem.name, rg.name, configs[i].name)
+						}
+					}
+					tps[i] = append(tps[i], st.TokensPerSecond)
+					last[i] = st
+				}
+			}
+			base := median(tps[0])
+			fmt.Fprintf(&report, "%-9s %-10s", mem.name, rg.name)
+			for i, c := range configs {
+				m := median(tps[i])
+				fmt.Fprintf(&report, " | %s %6.1f (%.2f)", c.name, m, m/base)
+				b.ReportMetric(m/base, strings.ReplaceAll(mem.name+"/"+rg.name+"/"+c.name, " ", "_")+"_x")
+			}
+			g := last[len(configs)-1].Speculation
+			if g != nil {
+				acc := 0.0
+				if g.Verified > 0 {
+					acc = float64(g.Accepted) / float64(g.Verified)
+				}
+				fmt.Fprintf(&report, " | gate: %d verifies, %d plain, accepted %d/%d (%.2f), declined %d",
+					g.Verifies, g.PlainSteps, g.Accepted, g.Verified, acc, g.Declined)
+			}
+			if d5 := last[4].Speculation; d5 != nil && d5.Verified > 0 {
+				fmt.Fprintf(&report, " | depth-5 acceptance %.2f", float64(d5.Accepted)/float64(d5.Verified))
+			}
+			report.WriteString("\n")
+			if rg.name == "lookup" && g != nil {
+				fmt.Fprintf(&report, "%-9s T(1) %.2f ms, T(n)/T(1) for n = 1..: %.2f (gate's measurements)\n", mem.name, g.T1MS, g.TRatio)
+			}
+		}
+	}
+	fmt.Print(report.String()) // b.Log truncates long output
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,495 @@
+// Package gate is SpecGate, the pure policy that picks how many drafted
+// tokens one speculative verify should check: from measured acceptance by
+// draft position and source, the measured wall time of n-row forwards, and
+// the drafter's own per-token probabilities, it drafts the depth k with the
+// best expected tokens per unit of time, and no draft when none beats a
+// plain step. It does no I/O and knows nothing of the engine; the caller
+// reports what happened (Forward, Drafted, Verified) and asks (Pick).
+//
+// The math (docs: ../../../shared/design/engine.md, issue 18):
+//
+//	E(k)     = 1 + a1 + a1·a2 + … + a1·…·ak        expected tokens of a k-draft verify
+//	cost(k)  = (T(k+1) + (k−1)·d) / T(1)            in plain steps
+//	value(k) = E(k) / cost(k)                       draft the best k with value > 1 (ties: smaller k)
+//
+// a_j is P(draft j accepted | drafts 1..j−1 accepted): a running mean that
+// becomes an exponential moving average over 16 verifies, started from a
+// per-source prior worth 2 verifies. When the drafter gives its own
+// probability p_j for this step, a_j = c_j·p_j where c_j (the calibration,
+// measured acceptance over the mean p_j of the same verifies) corrects the
+// drafter's over- or under-confidence: a confident draft is taken and a
+// doubtful one is not. T(n) is a running mean, then an EMA over 8, of the
+// wall time of an n-row forward; an n not measured yet is priced
+// T(1)·(1+(n−1)·ρ), with ρ fitted from the measured multi-row forwards
+// (0.5 before any, clamped to 0..4). d is the measured drafting time per
+// extra draft token (≈ 0 for prompt lookup; an MTP head's forward). A
+// plain step right after a verify is charged to the verify (Forward).
+package gate
+
+import (
+	"math"
+	"time"
+)
+
+// Constants of the policy and the measurements behind them.
+const (
+	// AcceptWindow: acceptance is a running mean for its first 16
+	// verifies, then an EMA with weight 1/16. colibri uses 16: short
+	// enough that a change of text (chat → code → chat) is seen within a
+	// paragraph, long enough that one unlucky draft does not switch
+	// drafting off.
+	AcceptWindow = 16
+	// PriorWeight: a source's prior counts as this many verifies, so two
+	// real verifies already outweigh it.
+	PriorWeight = 2
+	// TimeWindow: T(n) is a running mean for 8 samples, then an EMA with
+	// weight 1/8. Forward times on a loaded laptop drift by ±25 % over
+	// minutes (bench-vs-llamacpp.sh's note); 8 samples follow a drift
+	// within a sentence and average out single hiccups.
+	TimeWindow = 8
+	// Warmup: the first forward of each row count is not counted: it grows
+	// the session's buffers for that many rows (measured on the synthetic
+	// qwen3moe: the first 2- to 5-row forwards took 5–150× T(1), the next
+	// ones 1.0–1.3×).
+	Warmup = 1
+	// Clip: once T(n) has its first 8 samples, a sample is clipped to
+	// [T(n)/2, 2·T(n)] before it enters the average. On the shared 2-core
+	// test machine (load 10–20) single forwards took up to 5× their
+	// neighbours; unclipped, one such spike in a rarely sampled T(n) kept
+	// the gate from drafting for dozens of steps. A real change (the cache
+	// starts to thrash) still moves the estimate ×2 per sample.
+	Clip = 2
+	// ProbeEvery: every 16th pick drafts one deeper than the best, so a
+	// depth that looked too costly is measured again; every 4th while that
+	// depth's row count has fewer than ProbeSamples samples.
+	ProbeEvery      = 16
+	ProbeEveryYoung = 4
+	ProbeSamples    = 3
+	// A probe whose expected value is under ProbeHopeless plain steps
+	// runs only every ProbeEveryHopeless picks: with a replay drafter at
+	// a = 0.1 and T(2)/T(1) ≈ 2.5 (the synthetic qwen3moe in RAM, where
+	// each row brings its own experts) probes every 16 picks cost ~9 % of
+	// decode speed, more than they can teach.
+	ProbeHopeless      = 0.5
+	ProbeEveryHopeless = 64
+	// ForcePlainAfter: after 64 drafted steps in a row one plain step is
+	// forced so that T(1), the unit of every cost, stays measured.
+	ForcePlainAfter = 64
+	// RhoStart and RhoMax bound the fitted marginal cost of one more row
+	// (in T(1) units). 0.5 is between what a dense CPU forward costs per
+	// extra row (weights are read once: ~0.05–0.2) and what an MoE forward
+	// under SSD streaming costs (each row brings its own experts: ~0.6
+	// in the reference engine, colibri's 81 → 76 % hit rate with 2
+	// drafts); 4 caps a pathological measurement.
+	RhoStart = 0.5
+	RhoMax   = 4
+	// MaxRows is the largest verify batch (model.InvariantRows): rows of
+	// a batch of at most 16 get bit-identical logits to a one-row step.
+	MaxRows = 16
+)
+
+// Source describes a drafter to the gate: a name (the key of its
+// statistics) and its prior acceptance by position (the last prior
+// repeats for deeper positions).
+type Source struct {
+	Name   string
+	Priors []float64
+}
+
+// Sources the engine knows, with the priors of issue 18 (MTP: colibri
+// measured 97 %, 83 %, 66 % on Qwen3.8 Flash Next and llama.cpp 86 % at 3
+// drafts, so 0.8, 0.6, 0.5 is a cautious start; prompt lookup: 84–85 % on
+// code edits, near 0 on free chat, so 0.5).
+var (
+	MTP    = Source{Name: "mtp", Priors: []float64{0.8, 0.6, 0.5}}
+	Lookup = Source{Name: "lookup", Priors: []float64{0.5}}
+)
+
+func (s Source) prior(j int) float64 {
+	if len(s.Priors) == 0 {
+		return 0.5
+	}
+	return s.Priors[min(j, len(s.Priors)-1)]
+}
+
+// Config sets the user's knobs. The zero value drafts nothing (MaxDraft 0).
+type Config struct {
+	// MaxDraft is the most drafts per verify (capped at MaxRows−1).
+	MaxDraft int
+	// Fixed turns the gate off: every step with drafts drafts
+	// min(MaxDraft, available) of them, whatever they cost.
+	Fixed bool
+	// MinProb stops a draft at the first position whose estimated
+	// acceptance a_j is below it.
+	MinProb float64
+}
+
+// mean is a running mean for its first n samples, then an EMA with
+// weight 1/n.
+type mean struct {
+	v     float64
+	count float64
+}
+
+func (m *mean) add(x float64, window float64) {
+	m.count++
+	if m.count <= window {
+		m.v += (x - m.v) / m.count
+	} else {
+		m.v += (x - m.v) / window
+	}
+}
+
+// position is one draft position's statistics for one source.
+type position struct {
+	acc  mean // accepted (1) or not (0)
+	prob mean // the drafter's own probability of the same verifies
+}
+
+type source struct {
+	src Source
+	pos []position
+}
+
+func (s *source) at(j int) *position {
+	for len(s.pos) <= j {
+		p := s.src.prior(len(s.pos))
+		s.pos = append(s.pos, position{acc: mean{p, PriorWeight}, prob: mean{p, PriorWeight}})
+	}
+	return &s.pos[j]
+}
+
+// Gate is SpecGate's state for one model. Not safe for concurrent use;
+// the zero value is not usable: call New.
+type Gate struct {
+	cfg      Config
+	seen     [MaxRows + 1]int // forwards per row count, warm-up included
+	held     float64          // a multi-row forward's seconds, waiting for the next forward (Carry)
+	heldRows int
+	sources  map[string]*source
+	t        [MaxRows + 1]mean // T(n), seconds
+	draft    map[string]*mean  // d per source: drafting seconds per draft token
+
+	picks   int // picks with drafts available, for the probe schedule
+	drafted int // drafted steps since the last plain forward
+}
+
+// New returns a gate with no measurements.
+func New(cfg Config) *Gate {
+	g := &Gate{sources: map[string]*source{}, draft: map[string]*mean{}}
+	g.SetConfig(cfg)
+	return g
+}
+
+// SetConfig changes the knobs, keeping what was measured.
+func (g *Gate) SetConfig(cfg Config) {
+	cfg.MaxDraft = max(0, min(cfg.MaxDraft, MaxRows-1))
+	g.cfg = cfg
+}
+
+// Config returns the knobs in use.
+func (g *Gate) Config() Config { return g.cfg }
+
+func (g *Gate) source(s Source) *source {
+	x := g.sources[s.Name]
+	if x == nil {
+		x = &source{src: s}
+		g.sources[s.Name] = x
+	}
+	return x
+}
+
+// Forward records the wall time of an n-row forward (n ≥ 1).
+//
+// A plain step right after a verify is charged to the verify:
+// its excess over T(1) (positive or negative) is added to the verify's
+// time, and it is not a T(1) sample. On an MoE a row's cost is mostly
+// bringing its experts close, and that cost moves between steps: in
+// RAM an isolated 2-row probe measured 2.5–4.8 T(1) while continuous
+// 1-draft decoding implied ≈ 1.3 (the next steps found the experts in
+// the CPU caches); under streaming a rejected row's experts evict
+// others the next step reads again.
+func (g *Gate) Forward(n int, d time.Duration) {
+	if n < 1 || n > MaxRows || d <= 0 {
+		return
+	}
+	if n == 1 {
+		g.drafted = 0
+	}
+	if g.seen[n]++; g.seen[n] <= Warmup {
+		return
+	}
+	x := d.Seconds()
+	if n > 1 {
+		// Held until the next forward: a plain step right after a verify
+		// pays or saves for the verify's experts (see Carry).
+		g.flush()
+		g.held, g.heldRows = x, n
+		return
+	}
+	if g.heldRows > 0 {
+		if g.t[1].count > 0 {
+			g.held += x - g.t[1].v
+		}
+		g.flush()
+		return
+	}
+	g.record(1, x)
+}
+
+// flush records the held multi-row forward.
+func (g *Gate) flush() {
+	if g.heldRows > 0 {
+		g.record(g.heldRows, max(g.held, 0))
+		g.heldRows = 0
+	}
+}
+
+func (g *Gate) record(n int, x float64) {
+	if m := &g.t[n]; m.count >= TimeWindow {
+		x = max(m.v/Clip, min(m.v*Clip, x))
+	}
+	g.t[n].add(x, TimeWindow)
+}
+
+// Drafted records that src took d to draft n tokens.
+func (g *Gate) Drafted(src Source, n int, d time.Duration) {
+	if n <= 0 || d < 0 {
+		return
+	}
+	m := g.draft[src.Name]
+	if m == nil {
+		m = &mean{}
+		g.draft[src.Name] = m
+	}
+	m.add(d.Seconds()/float64(n), TimeWindow)
+}
+
+// Verified records a verify of k drafts of src with the drafter's own
+// probabilities probs (nil or shorter than k: unknown) of which the first
+// accepted were accepted. Only positions that were actually decided are
+// counted: 1..accepted as accepted, accepted+1 as rejected (if ≤ k).
+func (g *Gate) Verified(src Source, probs []float64, k, accepted int) {
+	s := g.source(src)
+	for j := 0; j < k && j <= accepted; j++ {
+		x := 0.0
+		if j < accepted {
+			x = 1
+		}
+		p := s.at(j)
+		p.acc.add(x, AcceptWindow)
+		if j < len(probs) {
+			p.prob.add(clamp01(probs[j]), AcceptWindow)
+		}
+	}
+}
+
+// Acceptance returns src's measured acceptance a_j for positions
+// 0..n−1 (priors where nothing was measured).
+func (g *Gate) Acceptance(src Source, n int) []float64 {
+	s := g.source(src)
+	out := make([]float64, n)
+	for j := range out {
+		out[j] = s.at(j).acc.v
+	}
+	return out
+}
+
+// estimate is a_j for this step: the drafter's probability calibrated by
+// measured acceptance when it gave one, else the measured acceptance.
+func (s *source) estimate(j int, probs []float64) float64 {
+	p := s.at(j)
+	if j >= len(probs) || math.IsNaN(probs[j]) {
+		return p.acc.v
+	}
+	c := 1.0
+	if p.prob.v > 0 {
+		c = p.acc.v / p.prob.v
+	}
+	return clamp01(c * clamp01(probs[j]))
+}
+
+// T returns the estimated wall time of an n-row forward, in seconds (0
+// while T(1) is unmeasured), and whether it was measured.
+func (g *Gate) T(n int) (float64, bool) {
+	if n < 1 || n > MaxRows {
+		return 0, false
+	}
+	if g.t[n].count > 0 {
+		return g.t[n].v, true
+	}
+	t1 := g.t[1].v
+	if g.t[1].count == 0 {
+		return 0, false
+	}
+	return t1 * (1 + float64(n-1)*g.Rho()), false
+}
+
+// Samples is how many n-row forwards were measured.
+func (g *Gate) Samples(n int) int {
+	if n < 1 || n > MaxRows {
+		return 0
+	}
+	return int(g.t[n].count)
+}
+
+// Rho is the fitted marginal cost of one more row in units of T(1): the
+// sample-weighted mean of (T(n)/T(1) − 1)/(n − 1) over the measured n > 1.
+func (g *Gate) Rho() float64 {
+	if g.t[1].count == 0 || g.t[1].v <= 0 {
+		return RhoStart
+	}
+	var sum, w float64
+	for n := 2; n <= MaxRows; n++ {
+		if c := g.t[n].count; c > 0 {
+			w8 := min(c, TimeWindow)
+			sum += w8 * (g.t[n].v/g.t[1].v - 1) / float64(n-1)
+			w += w8
+		}
+	}
+	if w == 0 {
+		return RhoStart
+	}
+	return max(0, min(RhoMax, sum/w))
+}
+
+// Ratio is cost of an n-row forward in plain steps, T(n)/T(1).
+func (g *Gate) Ratio(n int) float64 {
+	if g.t[1].count == 0 || g.t[1].v <= 0 {
+		return 1 + float64(n-1)*RhoStart
+	}
+	t, _ := g.T(n)
+	return t / g.t[1].v
+}
+
+// Cost is cost(k) = (T(k+1) + (k−1)·d)/T(1) for src.
+func (g *Gate) Cost(src Source, k int) float64 {
+	c := g.Ratio(k + 1)
+	if m := g.draft[src.Name]; m != nil && k > 1 && g.t[1].count > 0 && g.t[1].v > 0 {
+		c += float64(k-1) * m.v / g.t[1].v
+	}
+	return c
+}
+
+// Plan is the outcome of a pick: the depth and why.
+type Plan struct {
+	K     int       // drafts to verify; 0: a plain step
+	Value float64   // E(K)/cost(K); 1 for a plain step
+	A     []float64 // the a_j used, for the positions considered
+	Probe bool      // K is one deeper than the best, to measure it
+	Plain bool      // a plain step forced so T(1) stays measured
+}
+
+// Pick chooses how many of the available drafts of src to verify, given
+// the drafter's probabilities probs (len = the drafts available; NaN or
+// absent entries: unknown). It advances the probe schedule.
+func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
+	s := g.source(src)
+	n := min(available, g.cfg.MaxDraft)
+	if n <= 0 {
+		return Plan{Value: 1}
+	}
+	a := make([]float64, 0, n)
+	for j := range n {
+		aj := s.estimate(j, probs)
+		if aj < g.cfg.MinProb {
+			break
+		}
+		a = append(a, aj)
+	}
+	n = len(a)
+	if n == 0 {
+		return Plan{Value: 1, A: a}
+	}
+	if g.cfg.Fixed {
+		return Plan{K: n, Value: g.value(src, a, n), A: a}
+	}
+	if g.drafted >= ForcePlainAfter {
+		return Plan{Value: 1, A: a, Plain: true}
+	}
+	g.picks++
+	best, bestV := 0, 1.0
+	for k := 1; k <= n; k++ {
+		if v := g.value(src, a, k); v > bestV {
+			best, bestV = k, v
+		}
+	}
+	plan := Plan{K: best, Value: bestV, A: a}
+	if deeper := best + 1; deeper <= n {
+		every := ProbeEvery
+		v := g.value(src, a, deeper)
+		switch {
+		case g.Samples(deeper+1) < ProbeSamples:
+			every = ProbeEveryYoung
+		case v < ProbeHopeless:
+			every = ProbeEveryHopeless
+		}
+		if g.picks%every == 0 {
+			plan = Plan{K: deeper, Value: v, A: a, Probe: true}
+		}
+	}
+	if plan.K > 0 {
+		g.drafted++
+	}
+	return plan
+}
+
+// value is E(k)/cost(k) with the step's a_j.
+func (g *Gate) value(src Source, a []float64, k int) float64 {
+	e, prod := 1.0, 1.0
+	for j := range k {
+		prod *= a[j]
+		e += prod
+	}
+	return e / g.Cost(src, k)
+}
+
+// Snapshot is what the gate has measured, for telemetry.
+type Snapshot struct {
+	T1         time.Duration        `json:"t1_ns"`       // T(1); 0 unmeasured
+	Ratios     []float64            `json:"t_ratio"`     // T(n)/T(1) for n = 1..; 0 where n was not measured
+	Samples    []int                `json:"t_samples"`   // forwards measured per n
+	Rho        float64              `json:"rho"`         // fitted marginal row cost
+	Acceptance map[string][]float64 `json:"acceptance"`  // by source, a_j by position (measured or prior)
+	Calibrated map[string][]float64 `json:"calibration"` // by source, c_j by position
+}
+
+// Snapshot reports the measurements.
+func (g *Gate) Snapshot() Snapshot {
+	sn := Snapshot{Rho: g.Rho(), Acceptance: map[string][]float64{}, Calibrated: map[string][]float64{}}
+	if g.t[1].count > 0 {
+		sn.T1 = time.Duration(g.t[1].v * float64(time.Second))
+	}
+	last := 0
+	for n := 1; n <= MaxRows; n++ {
+		if g.t[n].count > 0 {
+			last = n
+		}
+	}
+	for n := 1; n <= last; n++ {
+		r := 0.0
+		if g.t[n].count > 0 && g.t[1].count > 0 && g.t[1].v > 0 {
+			r = g.t[n].v / g.t[1].v
+		}
+		sn.Ratios = append(sn.Ratios, r)
+		sn.Samples = append(sn.Samples, int(g.t[n].count))
+	}
+	for name, s := range g.sources {
+		for _, p := range s.pos {
+			sn.Acceptance[name] = append(sn.Acceptance[name], p.acc.v)
+			c := 1.0
+			if p.prob.v > 0 {
+				c = p.acc.v / p.prob.v
+			}
+			sn.Calibrated[name] = append(sn.Calibrated[name], c)
+		}
+	}
+	return sn
+}
+
+func clamp01(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return max(0, min(1, x))
+}

@@ -1,0 +1,332 @@
+package gate
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var src = Source{Name: "t", Priors: []float64{0.5}}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// measured returns a gate whose forwards of n rows took times[n-1] ms.
+func measured(cfg Config, times ...float64) *Gate {
+	g := New(cfg)
+	for n, ms := range times {
+		for range TimeWindow + Warmup {
+			g.Forward(n+1, time.Duration(ms*float64(time.Millisecond)))
+		}
+	}
+	if len(times) > 1 { // records the last held verify, carrying no excess
+		g.Forward(1, time.Duration(times[0]*float64(time.Millisecond)))
+	}
+	return g
+}
+
+func TestMeanThenEMA(t *testing.T) {
+	var m mean
+	for _, x := range []float64{1, 2, 3} {
+		m.add(x, 4)
+	}
+	if !near(m.v, 2) {
+		t.Fatalf("running mean %v, want 2", m.v)
+	}
+	m.add(6, 4) // 4th sample: still a mean: (1+2+3+6)/4
+	if !near(m.v, 3) {
+		t.Fatalf("mean of 4: %v", m.v)
+	}
+	m.add(7, 4) // now EMA: 3 + (7-3)/4
+	if !near(m.v, 4) {
+		t.Fatalf("EMA step: %v, want 4", m.v)
+	}
+}
+
+func TestPriorsWorthTwoVerifies(t *testing.T) {
+	g := New(Config{MaxDraft: 4})
+	if a := g.Acceptance(MTP, 4); !near(a[0], 0.8) || !near(a[1], 0.6) || !near(a[2], 0.5) || !near(a[3], 0.5) {
+		t.Fatalf("MTP priors %v", a)
+	}
+	// Two rejections at position 1: (2·0.8 + 0 + 0)/4 = 0.4.
+	g.Verified(MTP, nil, 1, 0)
+	g.Verified(MTP, nil, 1, 0)
+	if a := g.Acceptance(MTP, 1); !near(a[0], 0.4) {
+		t.Fatalf("after two rejections: %v, want 0.4", a)
+	}
+	// Only decided positions count: a reject at position 1 says nothing of 2.
+	if a := g.Acceptance(MTP, 2); !near(a[1], 0.6) {
+		t.Fatalf("position 2 changed: %v", a)
+	}
+	// Accepting 2 of 3 drafts: positions 1, 2 accepted, 3 rejected.
+	g.Verified(Lookup, nil, 3, 2)
+	a := g.Acceptance(Lookup, 3)
+	if !near(a[0], 2.0/3) || !near(a[1], 2.0/3) || !near(a[2], 1.0/3) {
+		t.Fatalf("lookup after one 2-of-3 verify: %v", a)
+	}
+}
+
+func TestCostModel(t *testing.T) {
+	tests := []struct {
+		name  string
+		times []float64 // ms for n = 1, 2, ...
+		n     int
+		ratio float64
+		rho   float64
+	}{
+		{"nothing measured: rho 0.5", nil, 3, 2, RhoStart},
+		{"only T(1): rho 0.5", []float64{10}, 4, 2.5, RhoStart},
+		{"measured n", []float64{10, 12}, 2, 1.2, 0.2},
+		{"unmeasured n from fitted rho", []float64{10, 12}, 5, 1.8, 0.2},
+		{"rho clamped at 0", []float64{10, 9}, 4, 1, 0},
+		{"rho clamped at 4", []float64{10, 100}, 3, 9, RhoMax},
+		{"rho fitted over several n", []float64{10, 11, 14}, 5, 1 + 4*(0.1+0.2)/2, (0.1 + 0.2) / 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := measured(Config{}, tt.times...)
+			if r := g.Rho(); !near(r, tt.rho) {
+				t.Errorf("rho %v, want %v", r, tt.rho)
+			}
+			if r := g.Ratio(tt.n); !near(r, tt.ratio) {
+				t.Errorf("T(%d)/T(1) %v, want %v", tt.n, r, tt.ratio)
+			}
+		})
+	}
+	// Draft cost d adds (k−1)·d/T(1).
+	g := measured(Config{}, 10, 12, 14)
+	g.Drafted(MTP, 2, 4*time.Millisecond) // 2 ms per token
+	if c := g.Cost(MTP, 2); !near(c, 1.4+0.2) {
+		t.Errorf("cost(2) with d = 2 ms: %v, want 1.6", c)
+	}
+	if c := g.Cost(Lookup, 2); !near(c, 1.4) {
+		t.Errorf("lookup has no drafting cost measured: %v", c)
+	}
+}
+
+func TestPick(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    Config
+		times  []float64 // T(n) ms
+		a      []float64 // drafter probabilities (calibration 1 at the prior)
+		want   int
+		wantV  float64
+		plain  bool
+		noProb bool
+	}{
+		// cheap rows (rho 0.05): even 0.5 drafts pay; E(3)/cost(3) = 1.875/1.15 beats E(5)/cost(5) = 1.96875/1.25.
+		{"cheap rows take doubtful drafts", Config{MaxDraft: 5}, []float64{10, 10.5, 11, 11.5, 12, 12.5}, []float64{0.5, 0.5, 0.5, 0.5, 0.5}, 3, 1.875 / 1.15, false, false},
+		// streaming (rho 0.6): a 0.5 draft costs 1.6 for 1.5 tokens: plain.
+		{"costly rows decline a doubtful draft", Config{MaxDraft: 5}, []float64{10, 16, 22, 28}, []float64{0.5, 0.5, 0.5}, 0, 1, false, false},
+		// the same costly rows take a confident one: E(2)=1+.95+.9025=2.8525, cost 2.2.
+		{"costly rows take a confident draft", Config{MaxDraft: 5}, []float64{10, 16, 22, 28}, []float64{0.95, 0.95, 0.3}, 2, 2.8525 / 2.2, false, false},
+		{"max draft caps k", Config{MaxDraft: 2}, []float64{10, 10.5, 11, 11.5}, []float64{0.9, 0.9, 0.9}, 2, 0, false, false},
+		{"min probability stops the draft", Config{MaxDraft: 5, MinProb: 0.6}, []float64{10, 10.5, 11, 11.5}, []float64{0.9, 0.7, 0.5, 0.9}, 2, 0, false, false},
+		{"fixed depth ignores cost", Config{MaxDraft: 3, Fixed: true}, []float64{10, 40, 70, 100}, []float64{0.1, 0.1, 0.1, 0.1}, 3, 0, false, false},
+		{"no drafts available", Config{MaxDraft: 3}, []float64{10}, nil, 0, 1, false, false},
+		// ties go to the smaller k: a zero-probability 2nd draft adds nothing at zero cost (rho 0).
+		{"ties to the smaller k", Config{MaxDraft: 3}, []float64{10, 10, 10, 10}, []float64{0.9, 0, 0}, 1, 1.9, false, false},
+		// without probabilities, the measured acceptance (prior 0.5) is used.
+		{"no drafter probabilities", Config{MaxDraft: 3}, []float64{10, 10.5, 11, 11.5}, []float64{0.9, 0.9, 0.9}, 3, 0, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := measured(tt.cfg, tt.times...)
+			g.picks = 1 // off the probe schedule
+			probs := tt.a
+			if tt.noProb {
+				probs = nil
+			}
+			p := g.Pick(src, len(tt.a), probs)
+			if p.K != tt.want || p.Plain != tt.plain || p.Probe {
+				t.Fatalf("pick %+v, want k %d", p, tt.want)
+			}
+			if tt.wantV != 0 && !near(p.Value, tt.wantV) {
+				t.Fatalf("value %v, want %v", p.Value, tt.wantV)
+			}
+		})
+	}
+}
+
+// TestCalibration: a drafter that says 0.9 but is right half the time is
+// priced at 0.5 after enough verifies, and its confident drafts (0.99) are
+// still preferred over its doubtful ones (0.3).
+func TestCalibration(t *testing.T) {
+	g := measured(Config{MaxDraft: 1}, 10, 16) // rho 0.6: a draft needs a > 0.6
+	for i := range 200 {
+		g.Verified(src, []float64{0.9}, 1, i%2)
+	}
+	c := g.Snapshot().Calibrated["t"][0]
+	if math.Abs(c-0.5/0.9) > 0.05 {
+		t.Fatalf("calibration %v, want ≈ %v", c, 0.5/0.9)
+	}
+	g.picks = 1
+	if p := g.Pick(src, 1, []float64{0.9}); p.K != 0 {
+		t.Fatalf("over-confident 0.9 taken: %+v", p)
+	}
+	// A drafter whose 0.99 drafts are right and whose 0.3 drafts are not:
+	// the confident one is taken, the doubtful one declined.
+	h := measured(Config{MaxDraft: 1}, 10, 16)
+	for i := range 200 {
+		p, acc := 0.3, 0
+		if i%10 < 9 {
+			p, acc = 0.99, 1
+		}
+		h.Verified(src, []float64{p}, 1, acc)
+	}
+	h.picks = 1
+	if p := h.Pick(src, 1, []float64{0.99}); p.K != 1 {
+		t.Fatalf("confident draft declined: %+v (snapshot %+v)", p, h.Snapshot())
+	}
+	h.picks = 1
+	if p := h.Pick(src, 1, []float64{0.3}); p.K != 0 {
+		t.Fatalf("doubtful draft taken: %+v", p)
+	}
+}
+
+func TestProbeSchedule(t *testing.T) {
+	// Costly rows: the best is plain; the probe drafts 1 every 4 picks while
+	// 2-row forwards have < 3 samples, then every 16.
+	g := New(Config{MaxDraft: 3})
+	for range 8 {
+		g.Forward(1, 10*time.Millisecond)
+	}
+	probs := []float64{0.3, 0.3, 0.3}
+	var probes []int
+	for i := 1; i <= 40; i++ {
+		p := g.Pick(src, 3, probs)
+		if p.K > 0 {
+			if !p.Probe || p.K != 1 {
+				t.Fatalf("pick %d: %+v", i, p)
+			}
+			probes = append(probes, i)
+			g.Forward(2, 15*time.Millisecond) // measured: too costly (value 1.3/1.5), not hopeless
+		} else {
+			g.Forward(1, 10*time.Millisecond)
+		}
+	}
+	want := []int{4, 8, 12, 16, 32}
+	if len(probes) != len(want) {
+		t.Fatalf("probes at picks %v, want %v", probes, want)
+	}
+	for i := range want {
+		if probes[i] != want[i] {
+			t.Fatalf("probes at picks %v, want %v", probes, want)
+		}
+	}
+}
+
+func TestForcedPlainStep(t *testing.T) {
+	g := measured(Config{MaxDraft: 2}, 10, 10.5, 11)
+	probs := []float64{0.9, 0.9}
+	n := 0
+	for ; n < 200; n++ {
+		p := g.Pick(src, 2, probs)
+		if p.K == 0 {
+			if !p.Plain {
+				t.Fatalf("pick %d: plain but not forced: %+v", n, p)
+			}
+			break
+		}
+		g.Forward(p.K+1, 11*time.Millisecond)
+	}
+	if n != ForcePlainAfter {
+		t.Fatalf("forced plain after %d drafted steps, want %d", n, ForcePlainAfter)
+	}
+	g.Forward(1, 10*time.Millisecond)
+	if p := g.Pick(src, 2, probs); p.K == 0 {
+		t.Fatalf("still plain after a measured plain step: %+v", p)
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	g := measured(Config{MaxDraft: 3}, 10, 0, 15)
+	g.Verified(Lookup, nil, 1, 1)
+	s := g.Snapshot()
+	if s.T1 != 10*time.Millisecond || len(s.Ratios) != 3 || s.Ratios[1] != 0 || !near(s.Ratios[2], 1.5) || s.Samples[0] != TimeWindow {
+		t.Fatalf("snapshot %+v", s)
+	}
+	if a := s.Acceptance["lookup"]; len(a) != 1 || !near(a[0], 2.0/3) {
+		t.Fatalf("acceptance %v", a)
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	g := New(Config{MaxDraft: 100})
+	if g.Config().MaxDraft != MaxRows-1 {
+		t.Fatalf("max draft %d", g.Config().MaxDraft)
+	}
+	g.Forward(0, time.Second)
+	g.Forward(MaxRows+1, time.Second)
+	g.Forward(1, -time.Second)
+	if g.Samples(1) != 0 {
+		t.Fatal("bad forwards recorded")
+	}
+	p := g.Pick(src, 3, []float64{math.NaN(), 2, -1})
+	if p.K < 0 || p.K > 3 || math.IsNaN(p.Value) {
+		t.Fatalf("pick over bad probabilities %+v", p)
+	}
+}
+
+// TestTimeSpikesClipped: a single 10× spike moves an established T(n) at
+// most to 1 + (2−1)/8 of it; a lasting change is followed.
+func TestTimeSpikesClipped(t *testing.T) {
+	g := measured(Config{}, 10, 12)
+	g.Forward(2, 120*time.Millisecond)
+	g.Forward(2, 12*time.Millisecond) // records the held spike
+	if v, _ := g.T(2); !near(v, 0.012*(1+1.0/TimeWindow)) {
+		t.Fatalf("T(2) after a spike: %v", v)
+	}
+	for range 40 {
+		g.Forward(2, 30*time.Millisecond)
+	}
+	if v, _ := g.T(2); math.Abs(v-0.030) > 0.0005 {
+		t.Fatalf("T(2) after a lasting change to 30 ms: %v", v)
+	}
+}
+
+// TestHopelessProbesRare: once measured, a probe worth under half a plain
+// step runs every 64 picks, not every 16.
+func TestHopelessProbesRare(t *testing.T) {
+	g := measured(Config{MaxDraft: 2}, 10, 25, 40) // T(2)/T(1) = 2.5
+	probes := 0
+	for range 128 {
+		if p := g.Pick(src, 2, []float64{0.1, 0.1}); p.K > 0 {
+			probes++
+		}
+	}
+	if probes != 2 {
+		t.Fatalf("%d probes in 128 picks, want 2", probes)
+	}
+}
+
+// TestPlainStepAfterVerifyCarried: the plain step after a verify adds its
+// excess over T(1) to the verify's time and is no T(1) sample.
+func TestPlainStepAfterVerifyCarried(t *testing.T) {
+	tests := []struct {
+		name      string
+		verify    float64 // ms
+		next      float64 // ms of the following plain step
+		wantT2    float64 // ms
+		wantCount int     // T(1) samples
+	}{
+		{"the next step pays for evicted experts", 12, 16, 18, 9},
+		{"the next step finds the verify's experts", 25, 4, 19, 9},
+		{"no excess", 12, 10, 12, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := measured(Config{}, 10)
+			g.Forward(2, time.Duration(tt.verify*1e6)) // warm-up: not counted
+			g.Forward(1, 10*time.Millisecond)          // so this is a T(1) sample
+			g.Forward(2, time.Duration(tt.verify*1e6))
+			g.Forward(1, time.Duration(tt.next*1e6))
+			if v, ok := g.T(2); !ok || math.Abs(v*1e3-tt.wantT2) > 1e-9 {
+				t.Fatalf("T(2) = %v ms (measured %v), want %v", v*1e3, ok, tt.wantT2)
+			}
+			if g.Samples(1) != tt.wantCount {
+				t.Fatalf("T(1) samples %d", g.Samples(1))
+			}
+		})
+	}
+}
