@@ -142,3 +142,33 @@ func (l *Loader) Rope(dims, ctxTrain int) (backend.Rope, error) {
 	}
 	return r, nil
 }
+
+// EmbeddingAndHead reads the token embeddings ([embd, n_vocab]) and the
+// output head: the output norm and the output matrix, which is the
+// embeddings themselves when the file has no output.weight (tied). It
+// returns the vocabulary size the embeddings give.
+func (l *Loader) EmbeddingAndHead(embd int, eps float32) (emb *backend.Matrix, head Head, vocab int, err error) {
+	te, ok := l.File.Tensor("token_embd.weight")
+	if !ok {
+		return nil, head, 0, fmt.Errorf("%s: missing tensor token_embd.weight", l.Arch)
+	}
+	if len(te.Dims) != 2 || te.Dims[0] != uint64(embd) {
+		return nil, head, 0, fmt.Errorf("%s: tensor token_embd.weight has shape %v, want [%d n_vocab]", l.Arch, te.Dims, embd)
+	}
+	vocab = int(te.Dims[1])
+	if emb, err = l.Mat("token_embd.weight", embd, vocab); err != nil {
+		return nil, head, 0, err
+	}
+	if head.Norm, err = l.Vec("output_norm.weight", embd); err != nil {
+		return nil, head, 0, err
+	}
+	head.Eps = eps
+	out := "output.weight"
+	if !l.Has(out) {
+		out = "token_embd.weight" // tied embeddings
+	}
+	if head.Output, err = l.Mat(out, embd, vocab); err != nil {
+		return nil, head, 0, err
+	}
+	return emb, head, vocab, nil
+}

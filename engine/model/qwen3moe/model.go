@@ -57,26 +57,7 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 	e := hp.Embd
 	qDim, kvDim := hp.Heads*hp.HeadDim, hp.HeadsKV*hp.HeadDim
 
-	te, ok := f.Tensor("token_embd.weight")
-	if !ok {
-		return nil, fmt.Errorf("%s: missing tensor token_embd.weight", Arch)
-	}
-	if len(te.Dims) != 2 || te.Dims[0] != uint64(e) {
-		return nil, fmt.Errorf("%s: tensor token_embd.weight has shape %v, want [%d n_vocab]", Arch, te.Dims, e)
-	}
-	m.hp.Vocab = int(te.Dims[1])
-	if m.embd, err = ld.Mat("token_embd.weight", e, m.hp.Vocab); err != nil {
-		return nil, err
-	}
-	if m.head.Norm, err = ld.Vec("output_norm.weight", e); err != nil {
-		return nil, err
-	}
-	m.head.Eps = hp.Eps
-	outName := "output.weight"
-	if !ld.Has(outName) {
-		outName = "token_embd.weight" // tied embeddings
-	}
-	if m.head.Output, err = ld.Mat(outName, e, m.hp.Vocab); err != nil {
+	if m.embd, m.head, m.hp.Vocab, err = ld.EmbeddingAndHead(e, hp.Eps); err != nil {
 		return nil, err
 	}
 	if m.rope, err = ld.Rope(hp.RopeDims, hp.ContextLength); err != nil {
