@@ -8,8 +8,8 @@
 # with cmake from the source bundle (scripts/bench-vs-llamacpp.sh's header;
 # --target llama-quantize llama-imatrix), or in a minute by compiling just
 # the two tools against node-llama-cpp's prebuilt libraries:
-#   git clone tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp-src
-#   L=$PWD/tools/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64; mkdir -p /tmp/llq; cd /tmp/llama.cpp-src
+#   git clone tools/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle "$TMPDIR"/llama-src
+#   L=$PWD/tools/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64; mkdir -p /tmp/llq; cd "$TMPDIR"/llama-src
 #   g++ -O1 -std=c++17 -Iinclude -Iggml/include -Icommon -Ivendor tools/quantize/main.cpp tools/quantize/quantize.cpp \
 #     -L$L -lllama-common -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,$L -o /tmp/llq/llama-quantize
 #   (and the same with tools/imatrix/imatrix.cpp -o /tmp/llq/llama-imatrix; llama-imatrix loads its CPU
