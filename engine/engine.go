@@ -315,10 +315,10 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	case modeStream:
 		lm.stream = *stream
 		st := lm.stream.Stats()
-		lm.resident = int64(st.Slots) * st.SlotBytes
-		info.ExpertCacheBytes = lm.resident
+		info.ExpertCacheBytes = int64(st.Slots) * st.SlotBytes
+		lm.resident = info.ExpertCacheBytes + plan.dense // the dense part is pinned (openFile)
 		lm.info = info
-		e.log.Info("streaming experts", "path", path, "cache", gib(lm.resident), "slots", st.Slots,
+		e.log.Info("streaming experts", "path", path, "cache", gib(info.ExpertCacheBytes), "slots", st.Slots,
 			"dense", gib(plan.dense), "usable", gib(int64(plan.usable)), "direct", st.Direct)
 		if hist != nil {
 			lm.hist = hist

@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"strings"
 
 	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"github.com/strata-llm/strata/internal/sysmem"
 )
 
@@ -32,7 +32,7 @@ type memoryMode int
 const (
 	modeInMemory memoryMode = iota // read into anonymous memory
 	modeMapped                     // mapped, paged in by the kernel
-	modeStream                     // dense part mapped, experts streamed into an arena
+	modeStream                     // dense part pinned, experts streamed into an arena
 )
 
 func (m memoryMode) String() string {
@@ -53,13 +53,17 @@ type memoryPlan struct {
 // needs to stay resident; at most 1/8 of what is usable.
 const marginBytes = 512 << 20
 
-// expertBytes sums the routed expert tensors (llama.cpp's "*_exps"
-// tensors) of f.
+// streamed says whether t is read from the SSD while decoding when a
+// model streams: the routed experts (llama.cpp's "*_exps" tensors).
+// Everything else is the dense part, held in the process's own memory.
+func streamed(t *gguf.TensorInfo) bool { return strings.Contains(t.Name, "_exps.") }
+
+// expertBytes sums the streamed tensors of f.
 func expertBytes(f *gguf.File) int64 {
 	var n int64
-	for _, t := range f.Tensors {
-		if strings.Contains(t.Name, "_exps.") {
-			n += int64(t.Size)
+	for i := range f.Tensors {
+		if streamed(&f.Tensors[i]) {
+			n += int64(f.Tensors[i].Size)
 		}
 	}
 	return n
@@ -156,7 +160,17 @@ func openFile(ctx context.Context, path string, opts Options) (*gguf.File, memor
 		f.Close()
 		return nil, plan, 0, fmt.Errorf("load %s: %w", path, err)
 	}
-	if plan.mode != modeInMemory {
+	switch plan.mode {
+	case modeMapped:
+		return f, plan, nctx, nil
+	case modeStream:
+		// The dense part in the process's own memory: mapped, the kernel
+		// would drop and re-read it under the very pressure streaming is
+		// for (and a cgroup limit charges it as page cache either way).
+		if _, err := f.Pin(ctx, func(t *gguf.TensorInfo) bool { return !streamed(t) }); err != nil {
+			f.Close()
+			return nil, plan, 0, fmt.Errorf("load %s: %w", path, err)
+		}
 		return f, plan, nctx, nil
 	}
 	f.Close()

@@ -84,7 +84,12 @@ func loadPart(ctx context.Context, path string) (*File, error) {
 			return nil, fmt.Errorf("gguf %s: read: %w", path, err)
 		}
 	}
-	return parseMapped(data, path)
+	f, err := parseMapped(data, path)
+	if err != nil {
+		return nil, err
+	}
+	f.pinned = true
+	return f, nil
 }
 
 func parseMapped(data []byte, path string) (*File, error) {

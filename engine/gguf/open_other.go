@@ -34,3 +34,6 @@ func OpenPart(path string) (*File, error) {
 
 // Load is Open on this platform.
 func Load(_ context.Context, path string) (*File, error) { return Open(path) }
+
+// Pin does nothing on this platform: Open read the file into memory.
+func (f *File) Pin(context.Context, func(*TensorInfo) bool) (int64, error) { return 0, nil }

@@ -108,6 +108,7 @@ type File struct {
 	tensorIndex map[string]int
 	data        []byte
 	unmap       func([]byte) error
+	pinned      bool // data is the process's own memory (Load, or Pin ran)
 	split       splitMeta
 	parts       []*File // parts 2..N of a split model
 }
