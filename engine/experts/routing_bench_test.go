@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,18 @@ import (
 // tokens (teacher-forced): median KL and top-1 agreement. Run by hand:
 //
 //	go test -run '^$' -bench CacheRoutingTable -benchtime 1x ./engine/experts/
+//
+// STRATA_BENCH_MODEL names a qwen3moe GGUF to use instead (the streaming
+// benchmark's files), STRATA_BENCH_CACHE_GB an absolute cache size, and
+// STRATA_BENCH_THREADS the threads (default 2); its dense part is pinned
+// as the engine pins it. Run inside a cgroup memory limit, e.g. the
+// 48-layer file at 4 GB:
+//
+//	go test -c -o /tmp/experts.test ./engine/experts/
+//	mkdir /sys/fs/cgroup/memory/rt && echo 4G > /sys/fs/cgroup/memory/rt/memory.limit_in_bytes
+//	sh -c 'echo $$ > /sys/fs/cgroup/memory/rt/cgroup.procs; exec env STRATA_BENCH_MODEL=FILE \
+//	    STRATA_BENCH_CACHE_GB=3 STRATA_BENCH_TOKENS=64 /tmp/experts.test -test.run "^$" \
+//	    -test.bench CacheRoutingTable -test.benchtime 1x -test.v'
 func BenchmarkCacheRoutingTable(b *testing.B) {
 	frac, _ := strconv.ParseFloat(os.Getenv("STRATA_BENCH_CACHE"), 64)
 	if frac <= 0 {
@@ -46,17 +59,34 @@ func BenchmarkCacheRoutingTable(b *testing.B) {
 		skew = 0.5
 	}
 	cfg.WeightScale, cfg.RouterSkew, cfg.Seed = 8, skew, 17
-	path := filepath.Join(b.TempDir(), "routing.gguf")
-	if err := synth.Write(context.Background(), path, cfg); err != nil {
-		b.Fatal(err)
+	path := os.Getenv("STRATA_BENCH_MODEL")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "routing.gguf")
+		if err := synth.Write(context.Background(), path, cfg); err != nil {
+			b.Fatal(err)
+		}
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
+	if _, err := f.Pin(context.Background(), func(t *gguf.TensorInfo) bool { return !strings.Contains(t.Name, "_exps.") }); err != nil {
+		b.Fatal(err)
+	}
+	layers, _ := f.ArchUint("block_count")
+	nexp, _ := f.ArchUint("expert_count")
+	used, _ := f.ArchUint("expert_used_count")
 	slot := probeLayout(b, f)
-	budget := int64(frac*float64(cfg.Layers*cfg.Experts)) * slot
+	budget := int64(frac*float64(layers*nexp)) * slot
+	if gb, _ := strconv.ParseFloat(os.Getenv("STRATA_BENCH_CACHE_GB"), 64); gb > 0 {
+		budget = int64(gb * 1e9)
+		frac = float64(budget) / float64(slot*int64(layers*nexp))
+	}
+	threads, _ := strconv.Atoi(os.Getenv("STRATA_BENCH_THREADS"))
+	if threads <= 0 {
+		threads = 2
+	}
 	prompt := []int32{11, 402, 93, 7, 1500, 23, 880, 4}
 
 	type result struct {
@@ -68,7 +98,7 @@ func BenchmarkCacheRoutingTable(b *testing.B) {
 	}
 	decode := func(name string, pol routing.CacheRoute) result {
 		st := &routing.State{Policy: pol}
-		be := cpu.NewBackend(2)
+		be := cpu.NewBackend(threads)
 		defer be.Close()
 		var s *experts.Stream
 		m, err := qwen3moe.Open(f, model.Options{Backend: be, Routing: st, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
@@ -112,12 +142,19 @@ func BenchmarkCacheRoutingTable(b *testing.B) {
 	}
 	// Exact routing's logits for a policy's tokens, teacher-forced.
 	exactOn := func(toks []int32) [][]float32 {
-		be := cpu.NewBackend(2)
+		be := cpu.NewBackend(threads)
 		defer be.Close()
-		m, err := qwen3moe.Open(f, model.Options{Backend: be})
+		// Streamed too (results do not depend on the cache), so that a
+		// model larger than memory fits here as well.
+		var s *experts.Stream
+		m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+			s, err = experts.NewStream(f, l, experts.StreamOptions{Budget: budget})
+			return s, err
+		}})
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer s.Close()
 		sess, _ := m.NewSession(len(prompt) + ntok + 1)
 		bt := model.Batch{Tokens: prompt}
 		sess.Forward(context.Background(), &bt)
@@ -161,7 +198,11 @@ func BenchmarkCacheRoutingTable(b *testing.B) {
 			r.nextKL, r.top1 = kls[len(kls)/2], 100*float64(same)/float64(len(ex))
 			rows = append(rows, r)
 		}
-		b.Logf("cache %.0f %% of the experts, skew %.2f, %d tokens, %d layers × %d experts top-%d", 100*frac, skew, ntok, cfg.Layers, cfg.Experts, cfg.ExpertsUsed)
+		if os.Getenv("STRATA_BENCH_MODEL") != "" {
+			b.Logf("%s: cache %.2f GB = %.1f %% of the experts, %d tokens, %d layers × %d experts top-%d, %d threads", path, float64(budget)/1e9, 100*frac, ntok, layers, nexp, used, threads)
+		} else {
+			b.Logf("cache %.0f %% of the experts, skew %.2f, %d tokens, %d layers × %d experts top-%d", 100*frac, skew, ntok, cfg.Layers, cfg.Experts, cfg.ExpertsUsed)
+		}
 		b.Logf("%-20s %7s %6s %7s %9s %10s %6s %6s", "policy", "tok/s", "hit %", "agree %", "route KL", "next KL", "top-1", "×off")
 		for _, r := range rows {
 			b.Logf("%-20s %7.2f %6.1f %7.2f %9.5f %10.2e %6.1f %6.2f", r.name, r.tokS, r.hit, r.agree, r.kl, r.nextKL, r.top1, r.tokS/rows[0].tokS)
