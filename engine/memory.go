@@ -70,7 +70,7 @@ func expertBytes(f *gguf.File) int64 {
 }
 
 // kvEstimate is an upper bound of the KV cache of nCtx positions: every
-// layer with F16 K and V of head_count_kv × key_length.
+// attention layer with F16 K and V of head_count_kv × key_length.
 func kvEstimate(f *gguf.File, nCtx int) int64 {
 	layers, _ := f.ArchUint("block_count")
 	heads, ok := f.ArchUint("attention.head_count_kv")
@@ -85,7 +85,17 @@ func kvEstimate(f *gguf.File, nCtx int) int64 {
 			}
 		}
 	}
-	kv := int64(layers) * int64(nCtx) * int64(heads) * int64(dim) * 2 * 2
+	attn := int64(layers)
+	if _, hybrid := f.ArchUint("ssm.state_size"); hybrid {
+		// Hybrid models (qwen3next) keep KV only in every
+		// full_attention_interval-th layer (4 unless the file says).
+		interval, ok := f.ArchUint("full_attention_interval")
+		if !ok || interval == 0 {
+			interval = 4
+		}
+		attn = (int64(layers) + int64(interval) - 1) / int64(interval)
+	}
+	kv := attn * int64(nCtx) * int64(heads) * int64(dim) * 2 * 2
 	return kv + recurrentEstimate(f, int64(layers))
 }
 
