@@ -50,7 +50,7 @@ func memFile(t *testing.T, dense, exps uint64, hybrid bool) *gguf.File {
 func TestPlanMemory(t *testing.T) {
 	const mb = 1 << 20
 	f := memFile(t, 4*mb, 60*mb, false) // ~64 MB, 60 of them experts
-	kv := kvEstimate(f, 1024)          // 8 layers × 1024 × 2 heads × 64 × 2 (K, V) × 2 bytes = 4 MB
+	kv := kvEstimate(f, 1024)           // 8 layers × 1024 × 2 heads × 64 × 2 (K, V) × 2 bytes = 4 MB
 	if kv != 8*1024*2*64*2*2 {
 		t.Fatalf("KV estimate %d", kv)
 	}
