@@ -657,7 +657,7 @@ func TestCatalogNeedsNewerStrata(t *testing.T) {
 		h.ServeHTTP(w, r)
 	})
 	cat := []models.CatalogEntry{{
-		Name: "next-q4", Display: "Next", Arch: "qwen4exp", Quant: "Q4_K_M",
+		Name: "next-q4", Display: "Next", Arch: "qwen99future", Quant: "Q4_K_M",
 		HF:    &models.HFSource{Repo: "acme/next-GGUF"},
 		Files: []models.FileSpec{{Path: "next-00001-of-00002.gguf"}, {Path: "next-00002-of-00002.gguf"}},
 	}}
@@ -666,7 +666,7 @@ func TestCatalogNeedsNewerStrata(t *testing.T) {
 		t.Errorf("entry %+v, want needs_newer_strata", e)
 	}
 	_, err := m.Pull(t.Context(), "next-q4")
-	if !errors.Is(err, models.ErrNeedsNewer) || !strings.Contains(err.Error(), "needs a newer Strata") || !strings.Contains(err.Error(), "qwen4exp") {
+	if !errors.Is(err, models.ErrNeedsNewer) || !strings.Contains(err.Error(), "needs a newer Strata") || !strings.Contains(err.Error(), "qwen99future") {
 		t.Errorf("pull: %v, want ErrNeedsNewer naming the architecture", err)
 	}
 	if n := requests.Load(); n != 0 {

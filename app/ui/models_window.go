@@ -130,6 +130,14 @@ func (v *modelsView) row(e models.Entry, active bool) fyne.CanvasObject {
 		d.Wrapping = fyne.TextWrapWord
 		box.Add(d)
 	}
+	if e.Unchecked && e.State == models.StateAvailable {
+		// Catalog entries written where the hub could not be reached name a
+		// repository and files that may not exist (yet): say so before a
+		// download is tried, not only when it fails.
+		u := widget.NewLabel("Its download address is a best guess that could not be checked when this version of Strata was made; if the files are not there, the download stops with a message and nothing is kept.")
+		u.Wrapping = fyne.TextWrapWord
+		box.Add(u)
+	}
 	if e.NeedsNewer {
 		box.Add(widget.NewLabel(v.sizeText(e))) // how it would fit says nothing: it cannot run
 	} else {

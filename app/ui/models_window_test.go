@@ -184,8 +184,8 @@ func TestModelsWindowDownload(t *testing.T) {
 // download.
 func TestModelsWindowNeedsNewerStrata(t *testing.T) {
 	cat, err := models.LoadCatalog([]byte(`{"version":1,"models":[
-		{"name":"next-test","display":"Next test model","description":"A qwen4exp entry.",
-		"family":"test","arch":"qwen4exp","quant":"Q4_K_M","approx_size_bytes":48500000000,
+		{"name":"next-test","display":"Next test model","description":"An entry of an architecture no version runs.",
+		"family":"test","arch":"qwen99future","quant":"Q4_K_M","approx_size_bytes":48500000000,
 		"ram_recommended_bytes":68719476736,"ram_min_bytes":17179869184,
 		"files":[{"url":"https://example.invalid/next-00001-of-00002.gguf","size":0,"sha256":""},
 		         {"url":"https://example.invalid/next-00002-of-00002.gguf","size":0,"sha256":""}]}]}`))
@@ -231,6 +231,56 @@ func TestModelsWindowNeedsNewerStrata(t *testing.T) {
 	fx.u.locked(func() { walk(w.Content()) })
 	all := strings.Join(texts, "\n")
 	if !strings.Contains(all, "Needs a newer Strata") || strings.Contains(all, "fits") || strings.Contains(all, "streaming") || strings.Contains(all, "too large") {
+		t.Errorf("window text:\n%s", all)
+	}
+}
+
+// A catalog entry whose hub address could not be checked says so before a
+// download is tried, and still offers the download.
+func TestModelsWindowUncheckedEntry(t *testing.T) {
+	cat, err := models.LoadCatalog([]byte(`{"version":1,"models":[
+		{"name":"guess-test","display":"Guessed model","description":"An unchecked entry.",
+		"family":"test","arch":"qwen3moe","quant":"Q4_K_M","approx_size_bytes":1000000,"unchecked":true,
+		"ram_recommended_bytes":68719476736,"ram_min_bytes":17179869184,
+		"files":[{"url":"https://example.invalid/guess.gguf","size":0,"sha256":""}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, nil)
+	mgr, err := models.NewManager(filepath.Join(fx.dirs.Data, "models"), models.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Close() })
+	fx.u.d.Models = mgr
+	fx.u.d.TotalRAM = 8 << 30
+	w := fx.u.ShowModels()
+	v := fx.u.modelsView
+	fx.u.locked(func() {
+		r := v.rows["guess-test"]
+		if r == nil {
+			t.Fatal("no row for guess-test")
+		}
+		if r.buttons[BtnDownload] == nil {
+			t.Errorf("buttons %v, want a download", r.buttons)
+		}
+	})
+	var texts []string
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			texts = append(texts, x.Text)
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		case *container.Scroll:
+			walk(x.Content)
+		}
+	}
+	fx.u.locked(func() { walk(w.Content()) })
+	if all := strings.Join(texts, "\n"); !strings.Contains(all, "could not be checked") {
 		t.Errorf("window text:\n%s", all)
 	}
 }
