@@ -40,6 +40,7 @@ func cmdApp(ctx context.Context, env *cmdEnv, args []string) error {
 		Models:          p.models,
 		APIInfo:         func() (string, string) { return p.addr, p.token.String() },
 		RegenerateToken: func() error { _, err := p.token.Regenerate(); return err },
+		ForgetHistory:   func(all bool) error { return p.engine.ForgetHistory(historyDir(env.Dirs.Data), all) },
 		Log:             p.log,
 		Dirs:            env.Dirs,
 		DefaultModel:    demo,

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/strata-llm/strata/engine"
@@ -254,18 +256,38 @@ func median(xs []float64) float64 {
 
 // benchTTFT measures the time to first token of a prompt of pp tokens
 // right after another request (warm) and after idle (the engine wakes its
-// backend while it tokenizes), reps times each, and prints the medians.
+// backend while it tokenizes), reps times each, and prints the medians,
+// with what each request paid besides compute: minor and major page
+// faults, garbage collections, and the heap the runtime had returned to
+// the kernel when it began (pages it must fault back in).
 func benchTTFT(ctx context.Context, env *cmdEnv, eng *engine.Engine, pp int, idle time.Duration, reps int, asJSON bool) error {
 	toks := make([]int32, pp)
 	for i := range toks {
 		toks[i] = int32(1 + i*7919%1000)
 	}
-	ttft := func() (time.Duration, error) {
+	type sample struct {
+		MS         float64 `json:"ttft_ms"`
+		MinFlt     int64   `json:"minor_faults"`
+		MajFlt     int64   `json:"major_faults"`
+		GCs        uint32  `json:"gcs"`
+		ReleasedMB float64 `json:"heap_released_mb"` // at the start
+		CPUMS      float64 `json:"cpu_ms"`           // user + system time of the process
+		Preempted  int64   `json:"involuntary_switches"`
+	}
+	ttft := func() (sample, error) {
 		toks[0]++ // a new prompt each time: nothing reused
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		f0, g0 := faults(), ms.NumGC
+		released := float64(ms.HeapReleased) / 1e6
 		st, err := eng.Generate(ctx, engine.Request{Tokens: toks, Sampling: engine.Sampling{MaxTokens: 1}}, func(engine.Token) error { return nil })
-		return st.TimeToFirstToken, err
+		f1 := faults()
+		runtime.ReadMemStats(&ms)
+		return sample{st.TimeToFirstToken.Seconds() * 1000, f1[0] - f0[0], f1[1] - f0[1], ms.NumGC - g0, released,
+			float64(f1[2]-f0[2]) / 1e3, f1[3] - f0[3]}, err
 	}
 	var warm, cold []float64
+	var warmS, coldS []sample
 	for r := 0; r < reps; r++ {
 		if _, err := ttft(); err != nil {
 			return err
@@ -283,7 +305,12 @@ func benchTTFT(ctx context.Context, env *cmdEnv, eng *engine.Engine, pp int, idl
 		if err != nil {
 			return err
 		}
-		warm, cold = append(warm, w.Seconds()*1000), append(cold, c.Seconds()*1000)
+		warm, cold = append(warm, w.MS), append(cold, c.MS)
+		warmS, coldS = append(warmS, w), append(coldS, c)
+		if !asJSON {
+			fmt.Fprintf(env.Stdout, "round %d: warm %.1f ms (cpu %.0f ms, preempted %d, faults %d/%d, gc %d, released %.0f MB), idle %.1f ms (cpu %.0f ms, preempted %d, faults %d/%d, gc %d, released %.0f MB)\n",
+				r+1, w.MS, w.CPUMS, w.Preempted, w.MinFlt, w.MajFlt, w.GCs, w.ReleasedMB, c.MS, c.CPUMS, c.Preempted, c.MinFlt, c.MajFlt, c.GCs, c.ReleasedMB)
+		}
 	}
 	out := struct {
 		IdleSeconds float64   `json:"idle_seconds"`
@@ -292,11 +319,24 @@ func benchTTFT(ctx context.Context, env *cmdEnv, eng *engine.Engine, pp int, idl
 		Ratio       float64   `json:"ratio"`
 		WarmSamples []float64 `json:"warm_samples_ms"`
 		IdleSamples []float64 `json:"idle_samples_ms"`
-	}{idle.Seconds(), median(warm), median(cold), median(cold) / median(warm), warm, cold}
+		Warm        []sample  `json:"warm"`
+		Idle        []sample  `json:"idle"`
+	}{idle.Seconds(), median(warm), median(cold), median(cold) / median(warm), warm, cold, warmS, coldS}
 	if asJSON {
 		return json.NewEncoder(env.Stdout).Encode(out)
 	}
 	fmt.Fprintf(env.Stdout, "time to first token, %d-token prompt: %.1f ms warm, %.1f ms after %s idle (ratio %.2f)\n",
 		pp, out.WarmMS, out.IdleMS, idle, out.Ratio)
 	return nil
+}
+
+// faults is the process's minor and major page faults, CPU time (µs) and
+// involuntary context switches so far.
+func faults() [4]int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return [4]int64{}
+	}
+	cpu := ru.Utime.Nano()/1e3 + ru.Stime.Nano()/1e3
+	return [4]int64{int64(ru.Minflt), int64(ru.Majflt), cpu, int64(ru.Nivcsw)}
 }

@@ -44,8 +44,8 @@ func cmdInspect(ctx context.Context, env *cmdEnv, args []string) error {
 }
 
 func cmdDev(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "dev", "strata dev synth|split [flags]",
-		"Developer tools.\n  synth   write a synthetic GGUF model (strata dev synth --help)\n  split   split a GGUF model into parts as llama.cpp's gguf-split does (strata dev split --help)")
+	fs := newFlagSet(env, "dev", "strata dev synth|split|profile [flags]",
+		"Developer tools.\n  synth   write a synthetic GGUF model (strata dev synth --help)\n  split   split a GGUF model into parts as llama.cpp's gguf-split does (strata dev split --help)\n  profile write a model's static expert-usage profile from a corpus (strata dev profile --help)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +54,8 @@ func cmdDev(ctx context.Context, env *cmdEnv, args []string) error {
 		return synth.Main(ctx, fs.Args()[1:], env.Stdout)
 	case "split":
 		return cmdDevSplit(ctx, env, fs.Args()[1:])
+	case "profile":
+		return cmdDevProfile(ctx, env, fs.Args()[1:])
 	case "":
 		fs.Usage()
 		return fmt.Errorf("%w: dev needs a tool name", errUsage)

@@ -410,7 +410,10 @@ func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger) engine.Op
 		},
 	}
 	if s.Memory.LearnUsage && d.Data != "" {
-		o.HistoryDir = filepath.Join(d.Data, "usage")
+		o.HistoryDir = historyDir(d.Data)
+	}
+	if d.Data != "" {
+		o.ProfileDirs = []string{profilesDir(d.Data)}
 	}
 	return o
 }

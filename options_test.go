@@ -28,8 +28,8 @@ func TestEngineOptionsFromSettings(t *testing.T) {
 		t.Fatalf("expert cache %d, history %q", o.ExpertCache, o.HistoryDir)
 	}
 	s.Memory.LearnUsage = false
-	if o := engineOptions(s, dirs.Dirs{Data: "/data"}, nil); o.HistoryDir != "" {
-		t.Fatalf("history kept with learning off: %q", o.HistoryDir)
+	if o := engineOptions(s, dirs.Dirs{Data: "/data"}, nil); o.HistoryDir != "" || len(o.ProfileDirs) != 1 || o.ProfileDirs[0] != filepath.Join("/data", "profiles") {
+		t.Fatalf("history kept with learning off: %q (profiles %q: read whatever the setting)", o.HistoryDir, o.ProfileDirs)
 	}
 	d := engineOptions(settings.Defaults(), dirs.Dirs{}, nil).Speculation
 	if !d.Enabled || !d.Gate || !d.Lookup || !d.MTP || d.MaxDraft != 8 {

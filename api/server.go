@@ -436,6 +436,9 @@ func (s *Server) status() protocol.EngineStatus {
 		t := st.ExpiresAt.UTC()
 		ps.ExpiresAt = &t
 	}
+	if p := st.Progress; p != nil && st.State == engine.StateLoading {
+		ps.Progress = &protocol.LoadProgress{Phase: p.Phase, Text: p.Text, Done: p.Done, Total: p.Total, Fraction: p.Fraction}
+	}
 	if st.LastStats != nil {
 		gs := toGenStats(*st.LastStats)
 		ps.Last = &gs

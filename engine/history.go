@@ -30,13 +30,19 @@ func historyPath(dir string, id usage.Identity) string {
 	return filepath.Join(dir, hex.EncodeToString(id[:12])+".usage")
 }
 
+// modelIdentity is f's identity: the hash of its header and tensor table.
+func modelIdentity(f *gguf.File) (usage.Identity, int, int, error) {
+	layers, _ := f.ArchUint("block_count")
+	ne, _ := f.ArchUint("expert_count")
+	id, err := usage.IdentityOf(f.Name, f.DataOffset)
+	return id, int(layers), int(ne), err
+}
+
 // openHistory reads f's history from dir. A history of another model or a
 // damaged file is set aside with a log line and an empty one begins: it is
 // never trusted, and never fails the load.
 func openHistory(f *gguf.File, dir string, log *slog.Logger) (*history, error) {
-	layers, _ := f.ArchUint("block_count")
-	ne, _ := f.ArchUint("expert_count")
-	id, err := usage.IdentityOf(f.Name, f.DataOffset)
+	id, layers, ne, err := modelIdentity(f)
 	if err != nil {
 		return nil, err
 	}
@@ -44,21 +50,57 @@ func openHistory(f *gguf.File, dir string, log *slog.Logger) (*history, error) {
 		return nil, fmt.Errorf("usage history: %w", err)
 	}
 	path := historyPath(dir, id)
-	h, err := usage.Load(path, id, int(layers), int(ne))
+	h, err := usage.Load(path, id, layers, ne)
 	if err != nil {
 		aside := path + ".bad-" + time.Now().UTC().Format("20060102T150405")
 		log.Warn("usage history ignored", "file", path, "err", err, "set_aside", aside)
 		if errors.Is(err, usage.ErrCorrupt) || errors.Is(err, usage.ErrMismatch) {
 			os.Rename(path, aside)
 		}
-		h = usage.New(id, int(layers), int(ne))
+		h = usage.New(id, layers, ne)
 	}
 	return &history{h: h, path: path, log: log}, nil
 }
 
-// order lists the experts to warm, hottest first.
-func (h *history) order() [][2]int {
-	hot := h.h.Hottest()
+// openProfile returns the first static usage profile for f found in dirs
+// (named like a history: strata dev profile writes them), or nil. A
+// profile that does not match f or is damaged is skipped with a log line
+// (and left in place: a shipped profile may be read-only).
+func openProfile(f *gguf.File, dirs []string, log *slog.Logger) *usage.History {
+	if len(dirs) == 0 {
+		return nil
+	}
+	id, layers, ne, err := modelIdentity(f)
+	if err != nil {
+		log.Warn("usage profile not read", "err", err)
+		return nil
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		path := historyPath(dir, id)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		p, err := usage.Load(path, id, layers, ne)
+		if err != nil {
+			log.Warn("usage profile ignored", "file", path, "err", err)
+			continue
+		}
+		return p
+	}
+	return nil
+}
+
+// warmOrder lists the experts to warm, hottest first, by the history (nil
+// when none is kept) blended with the static profile (nil when none).
+func warmOrder(h *history, profile *usage.History) [][2]int {
+	b := usage.Blend{Profile: profile}
+	if h != nil {
+		b.History = h.h
+	}
+	hot := b.Hottest()
 	out := make([][2]int, len(hot))
 	for i, e := range hot {
 		out[i] = [2]int{e.Layer, e.Expert}
@@ -67,12 +109,14 @@ func (h *history) order() [][2]int {
 }
 
 // endTurn weighs the turn's tokens in, decays, saves, and lets the cache
-// swap its coldest experts for the hottest missing ones.
-func (h *history) endTurn(tokens int, s *experts.Stream) {
+// swap its coldest experts for the hottest missing ones (by the history
+// blended with the profile).
+func (h *history) endTurn(tokens int, s *experts.Stream, profile *usage.History) {
 	h.h.Tokens += float64(tokens)
 	h.h.EndTurn(0)
 	h.save()
-	if n := s.Rebalance(h.h.Count, rebalanceSwaps); n > 0 {
+	score := usage.Blend{History: h.h, Profile: profile}.Scorer()
+	if n := s.Rebalance(score, rebalanceSwaps); n > 0 {
 		h.log.Debug("expert cache rebalanced from the usage history", "swaps", n)
 	}
 }
@@ -83,9 +127,12 @@ func (h *history) save() {
 	}
 }
 
-// ForgetHistory deletes the usage history of the loaded model (and its
-// counts in memory) and of every model in dir.
-func (e *Engine) ForgetHistory(dir string) error {
+// ForgetHistory deletes what the engine learned about expert usage: with
+// all, every history in dir (and the loaded model's counts in memory);
+// without, only the loaded model's (ErrNoModel when none is loaded). It
+// waits for a running generation to finish, so a history is never
+// forgotten halfway through a turn that then saves it again.
+func (e *Engine) ForgetHistory(dir string, all bool) error {
 	if err := e.acquire(context.Background()); err != nil {
 		return err
 	}
@@ -93,18 +140,28 @@ func (e *Engine) ForgetHistory(dir string) error {
 	e.mu.Lock()
 	lm := e.lm
 	e.mu.Unlock()
+	if !all && lm == nil {
+		return ErrNoModel
+	}
+	var files []string
 	if lm != nil && lm.hist != nil {
 		h := lm.hist.h
 		*h = *usage.New(h.ID, h.Layers, h.Experts)
+		files = append(files, lm.hist.path)
 	}
-	if dir == "" {
-		return nil
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.usage"))
-	for _, f := range files {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+	if dir != "" {
+		if all {
+			more, _ := filepath.Glob(filepath.Join(dir, "*.usage"))
+			files = append(files, more...)
+		} else if id, _, _, err := modelIdentity(lm.file); err == nil {
+			files = append(files, historyPath(dir, id)) // kept while learning was on
 		}
 	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("forget the usage history: %w", err)
+		}
+	}
+	e.log.Info("usage history forgotten", "all", all, "files", len(files))
 	return nil
 }

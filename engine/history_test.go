@@ -2,12 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/synth"
+	"github.com/strata-llm/strata/engine/usage"
 )
 
 func hitRate(t *testing.T, eng *engine.Engine, prompt string, n int) float64 {
@@ -72,10 +75,63 @@ func TestUsageHistoryWarmsTheCache(t *testing.T) {
 	if len(aside) != 1 {
 		t.Fatalf("damaged history not set aside: %v", aside)
 	}
-	if err := engine.New(opts).ForgetHistory(dir); err != nil {
+	if err := engine.New(opts).ForgetHistory(dir, false); !errors.Is(err, engine.ErrNoModel) {
+		t.Fatalf("forget the loaded model's history with none loaded: %v", err)
+	}
+	if err := engine.New(opts).ForgetHistory(dir, true); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*.usage")); len(left) != 0 {
 		t.Fatalf("forget left %v", left)
+	}
+}
+
+// TestForgetLoadedModelHistory: forgetting the loaded model's history
+// deletes its file and its counts (the next save writes an empty one) and
+// leaves other models' histories.
+func TestForgetLoadedModelHistory(t *testing.T) {
+	path := writeSynth(t, t.TempDir(), func(c *synth.Config) {
+		c.Layers, c.Experts, c.ExpertsUsed, c.RouterSkew = 2, 16, 2, 1.2
+	})
+	dir := t.TempDir()
+	other := filepath.Join(dir, "0123456789abcdef01234567.usage")
+	if err := os.WriteFile(other, []byte("another model's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(engine.Options{Threads: 2, Streaming: engine.StreamAlways, ExpertCache: 8 * 200 << 10, HistoryDir: dir})
+	defer eng.Close()
+	if err := eng.Load(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	hitRate(t, eng, "learn something", 8)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.usage"))
+	if len(files) != 2 {
+		t.Fatalf("histories: %v", files)
+	}
+	if err := eng.ForgetHistory(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.usage"))
+	if len(left) != 1 || left[0] != other {
+		t.Fatalf("after forgetting the loaded model's: %v", left)
+	}
+	if err := eng.Unload(); err != nil { // saves the (now empty) history
+		t.Fatal(err)
+	}
+	gf, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := usage.IdentityOf(path, gf.DataOffset)
+	gf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := usage.Load(engine.ProfilePath(dir, id), id, 2, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Tokens != 0 || len(h.Hottest()) != 0 {
+		t.Fatalf("the forgotten counts came back: %g tokens, %d experts", h.Tokens, len(h.Hottest()))
 	}
 }

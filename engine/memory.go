@@ -158,8 +158,9 @@ func planMemory(f *gguf.File, opts Options, nCtx int, usable, total uint64) (mem
 func gib(n int64) string { return fmt.Sprintf("%.2f GB", float64(n)/1e9) }
 
 // openFile maps path, plans how to hold it for its context length, and
-// reads it into memory if the plan says so.
-func openFile(ctx context.Context, path string, opts Options) (*gguf.File, memoryPlan, int, error) {
+// reads it into memory if the plan says so, telling progress (when not
+// nil) the bytes read and the file's size.
+func openFile(ctx context.Context, path string, opts Options, progress func(done, total int64)) (*gguf.File, memoryPlan, int, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, memoryPlan{}, 0, err
@@ -183,8 +184,15 @@ func openFile(ctx context.Context, path string, opts Options) (*gguf.File, memor
 		}
 		return f, plan, nctx, nil
 	}
+	total := f.Size
 	f.Close()
-	f, err = gguf.Load(ctx, path)
+	var done int64
+	var read func(int64)
+	if progress != nil {
+		progress(0, total)
+		read = func(n int64) { done += n; progress(min(done, total), total) }
+	}
+	f, err = gguf.LoadProgress(ctx, path, read)
 	return f, plan, nctx, err
 }
 

@@ -133,9 +133,27 @@ type ModelInfo struct {
 	ExpertCacheBytes int64  `json:"expert_cache_bytes,omitempty"`
 }
 
+// Load phases (Progress.Phase).
+const (
+	PhaseReading = "reading" // reading the weights into memory
+	PhaseWarming = "warming" // filling the expert cache from the usage history and profile
+)
+
+// Progress is how far a load has come, while Status.State is loading.
+type Progress struct {
+	Phase    string  `json:"phase"`    // PhaseReading or PhaseWarming
+	Text     string  `json:"text"`     // what is happening, for a person
+	Done     int64   `json:"done"`     // bytes read (reading) or experts in the cache (warming)
+	Total    int64   `json:"total"`    // of how many
+	Fraction float64 `json:"fraction"` // of the phase, 0..1
+}
+
 // Status is a snapshot of the engine.
 type Status struct {
-	State       State      `json:"state"`
+	State State `json:"state"`
+	// Progress says how far the load has come while State is loading;
+	// nil before its first phase starts and otherwise.
+	Progress    *Progress  `json:"progress,omitempty"`
 	Model       *ModelInfo `json:"model,omitempty"`
 	Err         string     `json:"error,omitempty"`
 	MemoryBytes int64      `json:"memory_bytes"` // bytes the engine holds (KV cache, buffers; mapped weights counted once resident)

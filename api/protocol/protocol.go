@@ -308,12 +308,14 @@ type ModelInfo struct {
 
 // EngineStatus is the engine's state.
 type EngineStatus struct {
-	State       string     `json:"state"` // stopped, loading, ready, generating, error
-	Model       *ModelInfo `json:"model,omitempty"`
-	Error       string     `json:"error,omitempty"`
-	MemoryBytes int64      `json:"memory_bytes"`
-	QueueLength int        `json:"queue_length"` // generations waiting
-	Last        *GenStats  `json:"last,omitempty"`
+	State string `json:"state"` // stopped, loading, ready, generating, error
+	// Progress says how far a load has come while State is loading.
+	Progress    *LoadProgress `json:"progress,omitempty"`
+	Model       *ModelInfo    `json:"model,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	MemoryBytes int64         `json:"memory_bytes"`
+	QueueLength int           `json:"queue_length"` // generations waiting
+	Last        *GenStats     `json:"last,omitempty"`
 	// ExpiresAt is when keep-alive unloads the loaded model (absent while
 	// nothing is loaded or generations run or wait; far in the future,
 	// 2318, when it is kept forever, as Ollama reports it).
@@ -323,6 +325,15 @@ type EngineStatus struct {
 	// StoppedByUser: the menu bar's Stop or engine.unload unloaded it;
 	// requests fail with model_not_loaded until a load.
 	StoppedByUser bool `json:"stopped_by_user,omitempty"`
+}
+
+// LoadProgress is how far a model's load has come.
+type LoadProgress struct {
+	Phase    string  `json:"phase"`    // "reading" (the weights into memory) or "warming" (the expert cache, from what the app learned)
+	Text     string  `json:"text"`     // what is happening, in words for a person
+	Done     int64   `json:"done"`     // bytes read, or experts in the cache
+	Total    int64   `json:"total"`    // of how many
+	Fraction float64 `json:"fraction"` // of the phase, 0 to 1
 }
 
 // GenStats describe a finished generation. Fields may be added (e.g.

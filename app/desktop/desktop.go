@@ -52,8 +52,11 @@ type Parts struct {
 	APIInfo func() (addr, token string)
 	// RegenerateToken makes a new API token (nil hides the button).
 	RegenerateToken func() error
-	Log             *slog.Logger
-	Dirs            dirs.Dirs
+	// ForgetHistory deletes the learned expert-usage history (every
+	// model's with all; nil hides "Forget what you learned").
+	ForgetHistory func(all bool) error
+	Log           *slog.Logger
+	Dirs          dirs.Dirs
 	// DefaultModel is the GGUF loaded when no model is chosen: the demo
 	// model's path from engine.EnsureDemoModel.
 	DefaultModel string
@@ -102,7 +105,7 @@ func Run(ctx context.Context, p Parts) (err error) {
 	}
 	u := ui.New(ui.Deps{
 		App: a, Engine: p.Engine, Runner: p.Runner, Settings: p.Settings, SettingsNotice: p.SettingsNotice, Models: p.Models,
-		APIInfo: p.APIInfo, RegenerateToken: p.RegenerateToken, DefaultModel: p.DefaultModel, Dirs: p.Dirs,
+		APIInfo: p.APIInfo, RegenerateToken: p.RegenerateToken, ForgetHistory: p.ForgetHistory, DefaultModel: p.DefaultModel, Dirs: p.Dirs,
 		Autostart: login, Log: log,
 	})
 	defer u.Close()

@@ -30,7 +30,18 @@ type settingsForm struct {
 
 	origins    *widget.Entry // allowed web pages, one origin per line
 	originsErr *widget.Label
+
+	forget       *widget.Button        // "Forget what you learned"; nil without Deps.ForgetHistory
+	forgetChoice *widget.RadioGroup    // in the open confirmation: the loaded model or every model
+	forgetDlg    *dialog.ConfirmDialog // the open confirmation, if any
+	forgetDone   chan struct{}         // closed when the last forget ended (for tests)
 }
+
+// The choices of the forget confirmation.
+const (
+	forgetLoaded = "Only the loaded model"
+	forgetAll    = "Every model"
+)
 
 // fieldRow is one knob's controls.
 type fieldRow struct {
@@ -92,6 +103,11 @@ func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
 		if fl.Key == "api.allow_network" && u.d.RegenerateToken != nil {
 			group.Add(widget.NewLabel("Token"))
 			group.Add(widget.NewButton("Regenerate token", f.regenerate))
+		}
+		if fl.Key == "memory.learn_usage" && u.d.ForgetHistory != nil {
+			f.forget = widget.NewButton("Forget what you learned…", f.confirmForget)
+			group.Add(widget.NewLabel(""))
+			group.Add(f.forget)
 		}
 	}
 	// Browser access: a list, so it is not one of the fields above.
@@ -276,6 +292,64 @@ func (f *settingsForm) regenerate() {
 			f.status.Importance = widget.SuccessImportance
 			f.status.SetText("A new token was made.")
 		}, f.win)
+}
+
+// confirmForget asks what to forget (the loaded model's history, or every
+// model's) and, when confirmed, deletes it in the background: the engine
+// waits for a running generation first.
+func (f *settingsForm) confirmForget() {
+	f.u.mu.Lock()
+	name := f.u.modelName(f.u.status)
+	f.u.mu.Unlock()
+	options := []string{forgetAll}
+	if name != "" {
+		options = []string{forgetLoaded + " (" + name + ")", forgetAll}
+	}
+	f.forgetChoice = widget.NewRadioGroup(options, nil)
+	f.forgetChoice.SetSelected(options[0])
+	f.forgetChoice.Required = true
+	msg := widget.NewLabel("Strata learns which parts of a model your conversations use, so it starts faster after a restart. " +
+		"Forgetting deletes that record; the model then learns again from scratch. Your chats are not touched.")
+	msg.Wrapping = fyne.TextWrapWord
+	f.forgetDlg = dialog.NewCustomConfirm("Forget what you learned?", "Forget", "Cancel",
+		container.NewVBox(msg, f.forgetChoice), func(ok bool) {
+			choice := f.forgetChoice.Selected
+			f.forgetDlg, f.forgetChoice = nil, nil
+			if ok {
+				f.forgetNow(choice == forgetAll)
+			}
+		}, f.win)
+	f.forgetDlg.Resize(fyne.NewSize(420, 260))
+	f.forgetDlg.Show()
+}
+
+// forgetNow runs Deps.ForgetHistory off the UI thread and reports.
+func (f *settingsForm) forgetNow(all bool) {
+	f.status.Importance = widget.MediumImportance
+	f.status.SetText("Forgetting…")
+	f.forget.Disable()
+	done := make(chan struct{})
+	f.forgetDone = done
+	go func() {
+		defer close(done)
+		err := f.u.d.ForgetHistory(all)
+		fyne.Do(func() {
+			f.u.mu.Lock()
+			defer f.u.mu.Unlock()
+			f.forget.Enable()
+			switch {
+			case err != nil:
+				f.status.Importance = widget.DangerImportance
+				f.status.SetText("What Strata learned could not be forgotten: " + err.Error())
+			case all:
+				f.status.Importance = widget.SuccessImportance
+				f.status.SetText("Forgotten for every model. Strata learns again from your next conversation.")
+			default:
+				f.status.Importance = widget.SuccessImportance
+				f.status.SetText("Forgotten for the loaded model. Strata learns again from your next conversation.")
+			}
+		})
+	}()
 }
 
 // errText is a field error's message for display under its control.

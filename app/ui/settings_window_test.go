@@ -1,8 +1,11 @@
 package ui
 
 import (
+	"context"
 	"image"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +14,9 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/strata-llm/strata/engine"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/usage"
 	"github.com/strata-llm/strata/internal/settings"
 )
 
@@ -167,5 +173,95 @@ func TestSettingsWindowOrigins(t *testing.T) {
 	}
 	if !f.Reset() || f.origins.Text != "" {
 		t.Fatalf("reset left %q", f.origins.Text)
+	}
+}
+
+// TestSettingsForgetHistory: "Forget what you learned" asks first (Cancel
+// deletes nothing), offers the loaded model or every model, and deletes
+// through the engine: every history, or only the loaded model's.
+func TestSettingsForgetHistory(t *testing.T) {
+	hist := t.TempDir()
+	var calls []bool
+	fx := newFixture(t, func(d *Deps) {
+		eng := d.Engine
+		d.ForgetHistory = func(all bool) error {
+			calls = append(calls, all)
+			return eng.ForgetHistory(hist, all)
+		}
+	})
+	u := fx.u
+	put := func(names ...string) {
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(hist, n), []byte("counts"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	left := func() []string {
+		m, _ := filepath.Glob(filepath.Join(hist, "*.usage"))
+		for i := range m {
+			m[i] = filepath.Base(m[i])
+		}
+		return m
+	}
+	status := func() (s string) {
+		u.locked(func() { s = u.settingsForm.status.Text })
+		return s
+	}
+	w := u.ShowSettings()
+	f := u.settingsForm
+	if f.forget == nil {
+		t.Fatal("no Forget button")
+	}
+	put("aaaaaaaaaaaaaaaaaaaaaaaa.usage", "bbbbbbbbbbbbbbbbbbbbbbbb.usage")
+
+	// Cancel: nothing is deleted.
+	test.Tap(f.forget)
+	if f.forgetChoice == nil || len(f.forgetChoice.Options) != 1 || f.forgetChoice.Options[0] != forgetAll {
+		t.Fatalf("with no model loaded the choices are %v", f.forgetChoice.Options)
+	}
+	test.Tap(findButton(t, w.Canvas().Overlays().Top(), "Cancel"))
+	if len(calls) != 0 || len(left()) != 2 {
+		t.Fatalf("cancel: calls %v, files %v", calls, left())
+	}
+
+	// Every model.
+	test.Tap(f.forget)
+	test.Tap(findButton(t, w.Canvas().Overlays().Top(), "Forget"))
+	<-f.forgetDone
+	if len(calls) != 1 || !calls[0] || len(left()) != 0 {
+		t.Fatalf("forget all: calls %v, files %v", calls, left())
+	}
+	if got := status(); got != "Forgotten for every model. Strata learns again from your next conversation." {
+		t.Fatalf("status %q", got)
+	}
+
+	// The loaded model only: its history goes, another model's stays.
+	if err := u.d.Runner.Start(context.Background(), u.d.DefaultModel); err != nil {
+		t.Fatal(err)
+	}
+	u.locked(func() { u.status = u.d.Runner.Status().Status })
+	gf, err := gguf.Open(u.d.DefaultModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := usage.IdentityOf(u.d.DefaultModel, gf.DataOffset)
+	gf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Base(engine.ProfilePath(hist, id))
+	put(mine, "bbbbbbbbbbbbbbbbbbbbbbbb.usage")
+	test.Tap(f.forget)
+	if opts := f.forgetChoice.Options; len(opts) != 2 || opts[0] != forgetLoaded+" (Demo model (random weights))" || f.forgetChoice.Selected != opts[0] {
+		t.Fatalf("choices %v, selected %q", opts, f.forgetChoice.Selected)
+	}
+	test.Tap(findButton(t, w.Canvas().Overlays().Top(), "Forget"))
+	<-f.forgetDone
+	if len(calls) != 2 || calls[1] || !slices.Equal(left(), []string{"bbbbbbbbbbbbbbbbbbbbbbbb.usage"}) {
+		t.Fatalf("forget the loaded model's: calls %v, files %v", calls, left())
+	}
+	if got := status(); got != "Forgotten for the loaded model. Strata learns again from your next conversation." {
+		t.Fatalf("status %q", got)
 	}
 }

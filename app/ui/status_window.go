@@ -321,6 +321,7 @@ type statusView struct {
 	u                 *UI
 	state, speed, mem *widget.Label
 	queue, note       *widget.Label
+	load              *widget.ProgressBar // the load's progress, shown while loading
 	tps, hit, ssd     *plot
 	box               *fyne.Container
 	content           fyne.CanvasObject
@@ -338,8 +339,10 @@ func newStatusView(u *UI) *statusView {
 	v.ssd = newPlot("SSD reads (last reply)", "MB/s", 0, theme.ColorNameWarning)
 	v.hit.Hide()
 	v.ssd.Hide()
+	v.load = widget.NewProgressBar()
+	v.load.Hide()
 	v.box = container.NewVBox(
-		v.state, widget.NewForm(
+		v.state, v.load, widget.NewForm(
 			widget.NewFormItem("Speed", v.speed),
 			widget.NewFormItem("Memory", v.mem),
 			widget.NewFormItem("Queue", v.queue),
@@ -354,6 +357,12 @@ func newStatusView(u *UI) *statusView {
 func (v *statusView) refreshLocked() {
 	u := v.u
 	v.state.SetText(u.statusLineLocked())
+	if p := u.status.Progress; p != nil && u.status.State == engine.StateLoading {
+		v.load.SetValue(p.Fraction)
+		v.load.Show()
+	} else {
+		v.load.Hide()
+	}
 	l := &u.live
 	speed := "—"
 	if cur := l.current(); cur > 0 && u.status.State == engine.StateGenerating {

@@ -213,3 +213,47 @@ func TestLiveStatusStreaming(t *testing.T) {
 		t.Errorf("detail line %q, want %q and the SSD rate", l, want)
 	}
 }
+
+// TestLoadProgressShown: while the model loads, the menu's status line,
+// the tray badge and the Status window show how far (fed from the engine
+// through the runner); the bar goes when the model is ready.
+func TestLoadProgressShown(t *testing.T) {
+	f := newFixture(t, nil)
+	u := f.u
+	u.Menu()
+	u.Watch()
+	u.ShowStatus()
+	reached, release := make(chan struct{}), make(chan struct{})
+	o := f.eng.Options()
+	o.OnProgress = func(p engine.Progress) {
+		if p.Phase == engine.PhaseReading && p.Done == p.Total {
+			close(reached)
+			<-release
+		}
+	}
+	f.eng.SetOptions(o)
+	loaded := make(chan error, 1)
+	go func() { loaded <- u.d.Runner.Start(context.Background(), u.d.DefaultModel) }()
+	<-reached
+	const line = "Loading the model… 100% · reading the model into memory"
+	waitFor(t, "the load's progress", func() bool { return u.StatusLine() == line })
+	var shown bool
+	var value float64
+	var badge Badge
+	u.locked(func() {
+		shown, value = u.statusView.load.Visible(), u.statusView.load.Value
+		badge = u.badgeLocked()
+	})
+	close(release)
+	if !shown || value != 1 || badge.Title != "100%" {
+		t.Fatalf("while loading: bar shown %v at %g, badge %+v", shown, value, badge)
+	}
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ready", func() bool { return strings.Contains(u.StatusLine(), "— ready") })
+	u.locked(func() { shown = u.statusView.load.Visible() })
+	if shown {
+		t.Fatal("the progress bar stays after the load")
+	}
+}

@@ -122,7 +122,7 @@ func (u *UI) statusLineLocked() string {
 	name := u.modelName(s)
 	switch s.State {
 	case engine.StateLoading:
-		return "Loading the model…"
+		return loadingLine(s.Progress)
 	case engine.StateReady, engine.StateGenerating:
 		line := name + " — ready"
 		if s.State == engine.StateGenerating {
@@ -147,6 +147,19 @@ func (u *UI) statusLineLocked() string {
 		return LineIdle
 	}
 	return "Engine stopped"
+}
+
+// loadingLine is the status line while a model loads: how far, and what
+// is happening (the engine's words).
+func loadingLine(p *engine.Progress) string {
+	if p == nil {
+		return "Loading the model…"
+	}
+	what := p.Text
+	if what != "" {
+		what = " · " + strings.ToLower(what[:1]) + what[1:]
+	}
+	return fmt.Sprintf("Loading the model… %d%%%s", int(100*p.Fraction), what)
 }
 
 // LineIdle is the status line after keep-alive unloaded the model, which
@@ -175,6 +188,9 @@ func (u *UI) badgeLocked() Badge {
 	switch u.status.State {
 	case engine.StateLoading:
 		b.Icon, b.Title = resources.BadgeBusy, "…"
+		if p := u.status.Progress; p != nil {
+			b.Title = fmt.Sprintf("%d%%", int(100*p.Fraction))
+		}
 	case engine.StateGenerating:
 		b.Icon, b.Title = resources.BadgeBusy, "…"
 	case engine.StateReady:

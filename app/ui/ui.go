@@ -41,6 +41,10 @@ type Deps struct {
 	APIInfo func() (addr, token string)
 	// RegenerateToken makes a new API token (nil hides the button).
 	RegenerateToken func() error
+	// ForgetHistory deletes the learned expert-usage history: of every
+	// model with all, else of the loaded one (nil hides "Forget what you
+	// learned"). It may wait for a running generation.
+	ForgetHistory func(all bool) error
 	// DefaultModel is the GGUF loaded when no model is chosen (the demo).
 	DefaultModel string
 	Dirs         dirs.Dirs

@@ -83,6 +83,7 @@ type Stream struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	resident map[int64]int32 // key(layer, expert) → slot
+	warmed   []int64         // the experts the last Warm queued, for Warmed
 	lruHead  int32           // least recently used; -1: empty
 	lruTail  int32
 	urgent   []readJob // queues, guarded by mu; readers wait on cond
@@ -729,9 +730,28 @@ func (s *Stream) Warm(order [][2]int) int {
 			break
 		}
 		s.assign(v, l, e, false)
+		s.warmed = append(s.warmed, key(l, e))
 		n++
 	}
 	return n
+}
+
+// Warmed reports how many of the experts the last Warm queued have been
+// read (or failed, or left the cache since), of how many it queued: a
+// load shows it as progress and waits for done == total.
+func (s *Stream) Warmed() (done, total int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.warmed {
+		i, ok := s.resident[k]
+		if !ok || s.slots[i].loaded || s.slots[i].err != nil {
+			done++
+		}
+	}
+	if s.closed {
+		done = len(s.warmed)
+	}
+	return done, len(s.warmed)
 }
 
 // emptySlot returns a slot holding no expert, or -1 (s.mu held).

@@ -60,10 +60,17 @@ const loadChunk = 64 << 20
 // pages (TLB misses). Models streamed from the SSD must use Open. Like
 // Open, it reads all parts of a split model.
 func Load(ctx context.Context, path string) (*File, error) {
-	return withParts(ctx, path, loadPart)
+	return LoadProgress(ctx, path, nil)
 }
 
-func loadPart(ctx context.Context, path string) (*File, error) {
+// LoadProgress is Load telling read (when not nil) the bytes it has just
+// read, after every chunk of every part (so a caller that knows the
+// file's size can show progress).
+func LoadProgress(ctx context.Context, path string, read func(n int64)) (*File, error) {
+	return withParts(ctx, path, func(ctx context.Context, p string) (*File, error) { return loadPart(ctx, p, read) })
+}
+
+func loadPart(ctx context.Context, path string, read func(int64)) (*File, error) {
 	fd, size, err := openSized(path)
 	if err != nil {
 		return nil, err
@@ -79,9 +86,13 @@ func loadPart(ctx context.Context, path string) (*File, error) {
 			unix.Munmap(data)
 			return nil, err
 		}
-		if _, err := io.ReadFull(fd, data[off:min(off+loadChunk, len(data))]); err != nil {
+		n, err := io.ReadFull(fd, data[off:min(off+loadChunk, len(data))])
+		if err != nil {
 			unix.Munmap(data)
 			return nil, fmt.Errorf("gguf %s: read: %w", path, err)
+		}
+		if read != nil {
+			read(int64(n))
 		}
 	}
 	f, err := parseMapped(data, path)

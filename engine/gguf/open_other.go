@@ -37,3 +37,13 @@ func Load(_ context.Context, path string) (*File, error) { return Open(path) }
 
 // Pin does nothing on this platform: Open read the file into memory.
 func (f *File) Pin(context.Context, func(*TensorInfo) bool) (int64, error) { return 0, nil }
+
+// LoadProgress is Open on this platform, telling read the file's size
+// once it is read.
+func LoadProgress(_ context.Context, path string, read func(n int64)) (*File, error) {
+	f, err := Open(path)
+	if err == nil && read != nil {
+		read(f.Size)
+	}
+	return f, err
+}

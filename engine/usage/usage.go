@@ -3,7 +3,11 @@
 // streamed model starts warm with what this user's traffic needs. The
 // counts are pure data (bumped once per token per selected expert, decayed
 // per turn); the file is versioned, names the model it belongs to by a
-// hash of its header and tensor table, and is written atomically.
+// hash of its header and tensor table, and is written atomically. A static
+// profile (the same format, counted over a corpus by strata dev profile)
+// is blended in by Blend: history count + 512 × the profile's per-token
+// rate, so the history's share of the ranking grows as T/(T+512) with its
+// decayed token count T.
 package usage
 
 import (
@@ -113,19 +117,138 @@ type Expert struct{ Layer, Expert int }
 
 // Hottest returns every (layer, expert) with a count above zero, hottest
 // first (ties by layer then expert, so the order is deterministic).
-func (h *History) Hottest() []Expert {
+func (h *History) Hottest() []Expert { return hottest(h.Layers, h.Experts, h.Count) }
+
+// hottest lists the (layer, expert) pairs scoring above zero, highest
+// first, ties by layer then expert.
+func hottest(layers, experts int, score func(l, e int) float32) []Expert {
 	var out []Expert
-	for l := 0; l < h.Layers; l++ {
-		for e := 0; e < h.Experts; e++ {
-			if h.Count(l, e) > 0 {
+	for l := 0; l < layers; l++ {
+		for e := 0; e < experts; e++ {
+			if score(l, e) > 0 {
 				out = append(out, Expert{l, e})
 			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		return h.Count(out[i].Layer, out[i].Expert) > h.Count(out[j].Layer, out[j].Expert)
+		return score(out[i].Layer, out[i].Expert) > score(out[j].Layer, out[j].Expert)
 	})
 	return out
+}
+
+// PriorTokens is how many tokens of the user's own history a static
+// profile weighs as in a Blend. The blend's history weight is T/(T+512)
+// for a history of T (decayed) tokens: half at 512 tokens, 0.9 at 4,600;
+// with the default decay a user's history settles near 100 × the tokens
+// of a turn (the geometric sum of 0.99 per turn), so a few hundred-token
+// turns a day leave the profile a few per cent of the ranking, while a
+// fresh install ranks by the profile alone.
+const PriorTokens = 512
+
+// Blend ranks experts by a usage history blended with a static profile
+// (a per-(layer, expert) usage file in the history's format, made by
+// running a corpus through the model: strata dev profile). A profile's
+// counts are turned into per-token selection rates and weighed as Prior
+// tokens of history, so the score of (l, e) is
+//
+//	history count(l, e) + Prior × profile count(l, e) / profile tokens
+//
+// which, divided by T + Prior, is the history's rate weighted T/(T+Prior)
+// plus the profile's weighted Prior/(T+Prior). The score is in the
+// history's units (decayed selections), so the between-turn rule
+// hot > 1.25·cold + 4 applies to it unchanged. Either side may be nil.
+type Blend struct {
+	History *History
+	Profile *History
+	Prior   float64 // 0: PriorTokens
+}
+
+func (b Blend) prior() float64 {
+	if b.Prior > 0 {
+		return b.Prior
+	}
+	return PriorTokens
+}
+
+// profileScale turns a profile count into history units.
+func (b Blend) profileScale() float32 {
+	p := b.Profile
+	if p == nil {
+		return 0
+	}
+	tokens := p.Tokens
+	if tokens <= 0 { // a profile that did not record its tokens: rates per selection
+		var sum float64
+		for _, c := range p.counts {
+			sum += float64(c)
+		}
+		if p.Layers > 0 {
+			tokens = sum / float64(p.Layers)
+		}
+	}
+	if tokens <= 0 {
+		return 0
+	}
+	return float32(b.prior() / tokens)
+}
+
+// Score is (l, e)'s blended count.
+func (b Blend) Score(l, e int) float32 {
+	var s float32
+	if b.History != nil {
+		s = b.History.Count(l, e)
+	}
+	if b.Profile != nil {
+		s += b.profileScale() * b.Profile.Count(l, e)
+	}
+	return s
+}
+
+// HistoryWeight is the share of the ranking the history holds:
+// T/(T+Prior), 1 without a profile, 0 without a history.
+func (b Blend) HistoryWeight() float64 {
+	switch {
+	case b.Profile == nil || b.profileScale() == 0:
+		if b.History == nil {
+			return 0
+		}
+		return 1
+	case b.History == nil:
+		return 0
+	}
+	return b.History.Tokens / (b.History.Tokens + b.prior())
+}
+
+// scorer returns Score with the profile's scale worked out once.
+func (b Blend) scorer() func(l, e int) float32 {
+	k := b.profileScale()
+	h, p := b.History, b.Profile
+	return func(l, e int) float32 {
+		var s float32
+		if h != nil {
+			s = h.Count(l, e)
+		}
+		if p != nil && k != 0 {
+			s += k * p.Count(l, e)
+		}
+		return s
+	}
+}
+
+// Scorer returns Score as a function, its profile scale computed once (for
+// the expert cache's between-turn rebalancing).
+func (b Blend) Scorer() func(l, e int) float32 { return b.scorer() }
+
+// Hottest lists every (layer, expert) with a blended score above zero,
+// hottest first.
+func (b Blend) Hottest() []Expert {
+	layers, experts := 0, 0
+	for _, h := range []*History{b.History, b.Profile} {
+		if h != nil {
+			layers, experts = h.Layers, h.Experts
+		}
+	}
+	return hottest(layers, experts, b.scorer())
 }
 
 // header is the fixed part of the file.
