@@ -35,7 +35,7 @@ test-go:
 	$(GO) test -race -timeout 15m ./...
 	cd internal/uilocale && $(GO) test -race ./...
 	# The llama.cpp comparisons again with every SIMD kernel off.
-	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' ./engine/
+	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp|TestQwen4ExpGreedyMatchesLlamaCpp' ./engine/
 
 # The arm64 (NEON) kernels under qemu-user, SIMD on and off.
 test-arm64:

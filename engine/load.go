@@ -9,6 +9,7 @@ import (
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/engine/model/qwen3next"
+	"github.com/strata-llm/strata/engine/model/qwen4exp"
 )
 
 // architectures are the architectures the engine runs: adding one is its
@@ -16,6 +17,7 @@ import (
 var architectures = model.NewRegistry(
 	qwen3moe.Architecture,
 	qwen3next.Architecture,
+	qwen4exp.Architecture,
 )
 
 // SupportedArchs lists the GGUF architectures the engine can load, sorted.

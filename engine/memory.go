@@ -69,6 +69,24 @@ func expertBytes(f *gguf.File) int64 {
 	return n
 }
 
+// lazy says whether t is read row by row when a model's experts stream,
+// never held whole: qwen4exp's PLE table (per_layer_token_embd,
+// llama.cpp's TENSOR_READ_LAZY). It is neither pinned nor in the arena.
+func lazy(f *gguf.File, t *gguf.TensorInfo) bool {
+	return f.Arch() == "qwen4exp" && t.Name == "per_layer_token_embd.weight"
+}
+
+// lazyBytes sums f's lazy tensors.
+func lazyBytes(f *gguf.File) int64 {
+	var n int64
+	for i := range f.Tensors {
+		if lazy(f, &f.Tensors[i]) {
+			n += int64(f.Tensors[i].Size)
+		}
+	}
+	return n
+}
+
 // kvEstimate is an upper bound of the KV cache of nCtx positions: every
 // attention layer with F16 K and V of head_count_kv × key_length.
 func kvEstimate(f *gguf.File, nCtx int) int64 {
@@ -134,6 +152,7 @@ func planMemory(f *gguf.File, opts Options, nCtx int, usable, total uint64) (mem
 	switch {
 	case exp > 0 && (opts.Streaming == StreamAlways || (opts.Streaming == StreamAuto && !fits)):
 		p.mode = modeStream
+		p.dense -= lazyBytes(f) // streamed with the experts, row by row
 		left := int64(usable) - p.dense - kv - margin
 		if usable > 0 && left <= 0 {
 			return p, fmt.Errorf("the model's dense part (%s) and KV cache (%s) need more than the %s of memory this process may use",
@@ -178,7 +197,7 @@ func openFile(ctx context.Context, path string, opts Options, progress func(done
 		// The dense part in the process's own memory: mapped, the kernel
 		// would drop and re-read it under the very pressure streaming is
 		// for (and a cgroup limit charges it as page cache either way).
-		if _, err := f.Pin(ctx, func(t *gguf.TensorInfo) bool { return !streamed(t) }); err != nil {
+		if _, err := f.Pin(ctx, func(t *gguf.TensorInfo) bool { return !streamed(t) && !lazy(f, t) }); err != nil {
 			f.Close()
 			return nil, plan, 0, fmt.Errorf("load %s: %w", path, err)
 		}

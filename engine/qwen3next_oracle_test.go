@@ -26,6 +26,13 @@ func compareLlamaCpp(t *testing.T, ctx context.Context, eng *engine.Engine, toke
 	if err != nil {
 		t.Fatal(err)
 	}
+	compareProbs(t, ours, theirs, bound)
+}
+
+// compareProbs is compareLlamaCpp's comparison of our next-token
+// distributions (ours) with llama.cpp's.
+func compareProbs(t *testing.T, ours [][]engine.TokenProb, theirs [][]oracle.Prob, bound klBounds) {
+	t.Helper()
 	if len(ours) != len(theirs) {
 		t.Fatalf("%d positions, llama.cpp %d", len(ours), len(theirs))
 	}
@@ -90,7 +97,7 @@ var nextQuantBounds = klBounds{median: quantBounds.median, max: quantBounds.max,
 // weight type and the Q4_K_M mixture.
 func TestQwen3NextMatchesLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cases := []oracleCase{{"fixture/Q8_0", testfix.Path(t, testfix.Qwen3NextQ8_0), fixtureNextBounds, 0}}
 	tmp := t.TempDir()
@@ -137,7 +144,7 @@ func TestQwen3NextMatchesLlamaCpp(t *testing.T) {
 // one batch (llama.cpp's chunked prefill and our recurrence across it).
 func TestQwen3NextLongPromptMatchesLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cfg := synth.Defaults(synth.ArchQwen3Next)
 	cfg.Seed, cfg.RouterSkew = 5, routerSkew
@@ -170,7 +177,7 @@ func TestQwen3NextLongPromptMatchesLlamaCpp(t *testing.T) {
 // run costs ~40 s per model through node-llama-cpp's hybrid memory).
 func TestQwen3NextGreedyMatchesLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	types := []ggml.Type{ggml.Q8_0, ggml.Q4_K, ggml.IQ4_XS}
 	prompt := []int32{1, 2, 3, 4, 5}

@@ -288,6 +288,14 @@ func (b *Backend) Attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 	b.cmds.Barrier()
 }
 
+// SparseAttention implements backend.Backend on the host (the caches are
+// shared memory): qwen4exp's QSA has no Metal kernel yet.
+func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
+	if b.syncForHost() {
+		b.hostOps().SparseAttention(c, il, q, rows, pos0, p, sel, words, out)
+	}
+}
+
 // Softmax implements backend.Backend.
 func (b *Backend) Softmax(x []float32, rows, cols int) {
 	Softmax{N: cols, Rows: rows, X: b.out(x[:rows*cols])}.Encode(&b.cmds)

@@ -112,6 +112,12 @@ type Backend interface {
 	// position pos0+r, attending to positions 0..pos0+r of layer il of c)
 	// into out ([rows][heads*headDim]).
 	Attention(c *KVCache, il int, q []float32, rows, pos0 int, p AttnParams, out []float32)
+	// SparseAttention is Attention restricted, for each row r, to the
+	// positions j ≤ pos0+r whose bit is set in the row's mask (bit j%64 of
+	// sel[r*words+j/64]): llama.cpp's masked attention, the scores of the
+	// other positions set to -inf before the softmax (qwen4exp's QSA). A
+	// row must keep at least one position.
+	SparseAttention(c *KVCache, il int, q []float32, rows, pos0 int, p AttnParams, sel []uint64, words int, out []float32)
 	// Softmax normalises each of rows rows of cols values in place.
 	Softmax(x []float32, rows, cols int)
 	// ExpertsFFN computes, for each job, SwiGLU(in·Gateᵀ, in·Upᵀ)·Downᵀ for
@@ -164,11 +170,13 @@ type Backend interface {
 // KeyHeads key heads, then ValueHeads value heads, each of Dim values),
 // and b, a (ValueHeads values each). Query and key heads are L2-normalised
 // with Eps (ggml_l2_norm) and value head h uses key head h/(ValueHeads/
-// KeyHeads); beta = sigmoid(b), the decay g = softplus(a+DtBias)·A
+// KeyHeads) (qwen3next's repeat-interleave), or h mod KeyHeads with
+// KeyTiled (the fused ggml_gated_delta_net's broadcast, qwen4exp); beta = sigmoid(b), the decay g = softplus(a+DtBias)·A
 // (softplus(x) = x above 20), and per head
 // S ← exp(g)·S; S += k ⊗ beta·(v − Sᵀk); out = Sᵀq / sqrt(Dim).
 type DeltaNetParams struct {
 	KeyHeads, ValueHeads, Dim int
 	DtBias, A                 []float32 // [ValueHeads]: ssm_dt.bias, ssm_a
 	Eps                       float32
+	KeyTiled                  bool // value head h reads key head h mod KeyHeads
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync/atomic"
 	"unsafe"
@@ -280,6 +281,28 @@ func (b *Backend) Attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 	b.attn = attnTask{}
 }
 
+// SparseAttention implements backend.Backend: Attention with the scores of
+// the positions outside each row's mask set to -inf after the scale, as
+// ggml_soft_max_ext adds llama.cpp's mask (their exponentials are exact
+// zeros, so the softmax and the F16 P·V dot over all positions are the
+// masked attention's).
+func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
+	b.invalidate()
+	for w := range b.qf {
+		if len(b.qf[w]) < p.HeadDim {
+			b.qf[w] = make([]float32, p.HeadDim)
+		}
+	}
+	for w := range b.scratch {
+		if len(b.scratch[w]) < pos0+rows { // a cache made by another backend (Metal's host ops)
+			b.scratch[w] = make([]float32, c.NCtx)
+		}
+	}
+	b.attn = attnTask{b: b, c: c, kb: f16Bytes(c.K[il]), vb: f16Bytes(c.V[il]), q: q, out: out, pos0: pos0, p: p, sel: sel, words: words}
+	b.pool.Run(rows*p.Heads, &b.attn)
+	b.attn = attnTask{}
+}
+
 // attnTask is one layer's attention, one item per (row, head).
 type attnTask struct {
 	b      *Backend
@@ -288,6 +311,8 @@ type attnTask struct {
 	q, out []float32
 	pos0   int
 	p      backend.AttnParams
+	sel    []uint64 // SparseAttention: per row, words of position bits
+	words  int
 }
 
 func (a *attnTask) Run(w, item int) {
@@ -308,6 +333,14 @@ func (a *attnTask) Run(w, item int) {
 	quant.DotF16Rows(hd, a.kb[2*kvh*hd:], 2*kvDim, npos, q16, sc)
 	for j := range sc {
 		sc[j] *= p.Scale
+	}
+	if a.sel != nil {
+		m := a.sel[t*a.words:]
+		for j := range sc {
+			if m[j/64]>>(j%64)&1 == 0 {
+				sc[j] = float32(math.Inf(-1))
+			}
+		}
 	}
 	Softmax(sc)
 	quant.RoundFP16(sc, sc)

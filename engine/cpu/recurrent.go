@@ -208,6 +208,9 @@ func (d *deltaTask) Run(wk, h int) {
 	sc := d.scratch[wk]
 	q, k := sc[:D], sc[D:2*D]
 	kh := h / (hv / p.KeyHeads)
+	if p.KeyTiled {
+		kh = h % p.KeyHeads
+	}
 	keyDim := p.KeyHeads * D
 	convDim := 2*keyDim + hv*D
 	s := d.state[h*D*D : (h+1)*D*D]

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
@@ -75,6 +76,7 @@ type Stream struct {
 	arena  []byte
 	free   func()
 	files  []*os.File // by part; index 0 only today
+	paths  []string   // of files
 	direct bool
 
 	layers []streamLayer
@@ -145,6 +147,7 @@ type slot struct {
 }
 
 type readJob struct {
+	raw  *rawJob // a ReadRaw read (no slot) when set
 	slot int32
 	gen  uint64
 	file int
@@ -221,7 +224,7 @@ func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*S
 			free()
 			return nil, fmt.Errorf("experts: %w", err)
 		}
-		s.files = append(s.files, file)
+		s.files, s.paths = append(s.files, file), append(s.paths, p)
 		s.direct = s.direct && direct
 	}
 	s.slots = make([]slot, nslots)
@@ -420,6 +423,10 @@ func (s *Stream) reader(urgentOnly bool) {
 
 // run performs one read; it is called and returns with s.mu held.
 func (s *Stream) run(j readJob) {
+	if j.raw != nil {
+		s.runRaw(j.raw)
+		return
+	}
 	sl := &s.slots[j.slot]
 	for sl.gen == j.gen && sl.stale > 0 && !s.closed {
 		s.cond.Wait() // a read of the slot's previous expert is still writing
@@ -803,4 +810,108 @@ func (s *Stream) Rebalance(score func(layer, expert int) float32, max int) int {
 		s.assign(coldSlot, hotL, hotE, false)
 	}
 	return swaps
+}
+
+// RawRead is one read of ReadRaw: len(Dst) bytes at file offset Off.
+type RawRead struct {
+	Off int64
+	Dst []byte
+}
+
+// RawReads are reads ReadRaw queued; Wait for them before using their Dst.
+type RawReads struct {
+	s       *Stream
+	pending int // guarded by s.mu
+	err     error
+}
+
+// rawJob is one RawRead through an aligned bounce buffer (the files may be
+// open with O_DIRECT).
+type rawJob struct {
+	batch *RawReads
+	file  int
+	req   RawRead
+}
+
+// ReadRaw queues reads of bytes of the model's file at path that are not
+// experts (qwen4exp's PLE table rows) on the stream's readers, urgent (a
+// layer waits for them now) or as read-ahead, so they share the experts'
+// I/O pool and bandwidth. It fails when the stream does not read path.
+func (s *Stream) ReadRaw(path string, reqs []RawRead, urgent bool) (*RawReads, error) {
+	fi := slices.Index(s.paths, path)
+	if fi < 0 {
+		return nil, fmt.Errorf("experts: the stream does not read %s", path)
+	}
+	b := &RawReads{s: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("experts: stream closed")
+	}
+	b.pending = len(reqs)
+	for _, r := range reqs {
+		s.queue(readJob{raw: &rawJob{batch: b, file: fi, req: r}}, urgent)
+		if !urgent {
+			s.stats.ReadAheads++
+		}
+	}
+	return b, nil
+}
+
+// Wait waits until every read is done and returns the first error.
+func (b *RawReads) Wait() error {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for b.pending > 0 && !s.closed {
+		s.cond.Wait()
+	}
+	if b.pending > 0 {
+		return errors.New("experts: stream closed")
+	}
+	return b.err
+}
+
+// runRaw performs a ReadRaw read; called and returns with s.mu held.
+func (s *Stream) runRaw(j *rawJob) {
+	s.mu.Unlock()
+	if s.opts.ReadDelay != nil {
+		s.opts.ReadDelay()
+	}
+	t0 := time.Now()
+	off := alignDown(j.req.Off, directAlign)
+	end := alignUp(j.req.Off+int64(len(j.req.Dst)), directAlign)
+	buf := alignedBuffer(int(end - off))
+	n, err := s.files[j.file].ReadAt(buf, off)
+	need := int(j.req.Off-off) + len(j.req.Dst)
+	switch {
+	case err == io.EOF && n >= need:
+		err = nil
+	case err == nil && n < need, err == io.EOF:
+		err = fmt.Errorf("the file ends after %d of %d bytes: %w", n, need, io.ErrUnexpectedEOF)
+	}
+	if err == nil {
+		copy(j.req.Dst, buf[j.req.Off-off:need])
+	} else {
+		err = fmt.Errorf("read %d bytes at offset %d: %w", len(j.req.Dst), j.req.Off, err)
+	}
+	dt := time.Since(t0)
+	s.mu.Lock()
+	s.stats.BytesRead += int64(n)
+	s.stats.ReadTime += dt
+	if err != nil && j.batch.err == nil {
+		j.batch.err = err
+	}
+	j.batch.pending--
+	s.cond.Broadcast()
+}
+
+// alignedBuffer returns n bytes starting at a directAlign boundary.
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+directAlign)
+	a := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % directAlign)
+	if a != 0 {
+		a = directAlign - a
+	}
+	return b[a : a+n : a+n]
 }

@@ -71,28 +71,73 @@ func gemmQ8_0AVX24x1(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
 //go:noescape
 func gemmQ4_0AVX24x1(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
 
-// gemmTiles names the tile kernels of one weight type and instruction set.
-type gemmTiles struct {
-	blockSize int // weight block bytes
-	x1        func(w0, w1, w2, w3, a0 *byte, nb int, res *float32)
-	x3        func(w0, w1, w2, w3, a0, a1, a2 *byte, nb int, res *float32)    // nil: use x1
-	seq       func(w *byte, wStride, rows int, a *byte, nb int, out *float32) // for cols = 1; nil: use x1
+// gemmTiles names the tile kernels of one weight type and instruction
+// set. The kernels are called directly (a switch, not function values) so
+// that the tile's result array stays on the stack: through a func value
+// escape analysis assumes it escapes, and every tile call allocated (243
+// allocations per decoded token of the qwen3next fixture on an AVX2 CPU
+// without VNNI).
+type gemmTiles int
+
+const (
+	tilesQ8_0VNNI gemmTiles = iota
+	tilesQ4_0VNNI
+	tilesQ8_0AVX2
+	tilesQ4_0AVX2
+)
+
+func (g gemmTiles) blockSize() int {
+	if g == tilesQ4_0VNNI || g == tilesQ4_0AVX2 {
+		return q4_0BlockSize
+	}
+	return q8_0BlockSize
+}
+
+func (g gemmTiles) vnni() bool { return g == tilesQ8_0VNNI || g == tilesQ4_0VNNI }
+
+func (g gemmTiles) x1(w0, w1, w2, w3, a0 *byte, nb int, res *float32) {
+	switch g {
+	case tilesQ8_0VNNI:
+		gemmQ8_0VNNI4x1(w0, w1, w2, w3, a0, nb, res)
+	case tilesQ4_0VNNI:
+		gemmQ4_0VNNI4x1(w0, w1, w2, w3, a0, nb, res)
+	case tilesQ8_0AVX2:
+		gemmQ8_0AVX24x1(w0, w1, w2, w3, a0, nb, res)
+	default:
+		gemmQ4_0AVX24x1(w0, w1, w2, w3, a0, nb, res)
+	}
+}
+
+func (g gemmTiles) x3(w0, w1, w2, w3, a0, a1, a2 *byte, nb int, res *float32) {
+	if g == tilesQ8_0VNNI {
+		gemmQ8_0VNNI4x3(w0, w1, w2, w3, a0, a1, a2, nb, res)
+	} else {
+		gemmQ4_0VNNI4x3(w0, w1, w2, w3, a0, a1, a2, nb, res)
+	}
+}
+
+func (g gemmTiles) seq(w *byte, wStride, rows int, a *byte, nb int, out *float32) {
+	if g == tilesQ8_0VNNI {
+		gemmQ8_0VNNIRx1(w, wStride, rows, a, nb, out)
+	} else {
+		gemmQ4_0VNNIRx1(w, wStride, rows, a, nb, out)
+	}
 }
 
 func gemmQ8_0VNNI(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q8_0BlockSize, gemmQ8_0VNNI4x1, gemmQ8_0VNNI4x3, gemmQ8_0VNNIRx1}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	tilesQ8_0VNNI.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 func gemmQ4_0VNNI(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q4_0BlockSize, gemmQ4_0VNNI4x1, gemmQ4_0VNNI4x3, gemmQ4_0VNNIRx1}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	tilesQ4_0VNNI.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 func gemmQ8_0AVX2(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q8_0BlockSize, gemmQ8_0AVX24x1, nil, nil}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	tilesQ8_0AVX2.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 func gemmQ4_0AVX2(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	gemmTiles{q4_0BlockSize, gemmQ4_0AVX24x1, nil, nil}.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
+	tilesQ4_0AVX2.run(n, w, wStride, rows, a, aStride, cols, out, outStride)
 }
 
 // run checks that every row, activation row and output of the tile lies in
@@ -106,7 +151,7 @@ func (g gemmTiles) run(n int, w []byte, wStride, rows int, a []byte, aStride, co
 	}
 	nb := n / 32
 	if n < 0 || n%32 != 0 || wStride < 0 || aStride < 0 || outStride < 0 ||
-		(rows-1)*wStride+nb*g.blockSize > len(w) ||
+		(rows-1)*wStride+nb*g.blockSize() > len(w) ||
 		(cols-1)*aStride+nb*q8_0BlockSize > len(a) ||
 		(cols-1)*outStride+rows > len(out) {
 		panic(fmt.Sprintf("quant: Gemm tile out of range: n=%d, %d rows of stride %d in %d bytes, %d activation rows of stride %d in %d bytes, out stride %d in %d",
@@ -118,7 +163,7 @@ func (g gemmTiles) run(n int, w []byte, wStride, rows int, a []byte, aStride, co
 		}
 		return
 	}
-	if cols == 1 && g.seq != nil {
+	if cols == 1 && g.vnni() {
 		g.seq(&w[0], wStride, rows, &a[0], nb, &out[0])
 		return
 	}
@@ -130,7 +175,7 @@ func (g gemmTiles) run(n int, w []byte, wStride, rows int, a []byte, aStride, co
 		}
 		nr := min(4, rows-r0)
 		c := 0
-		if g.x3 != nil {
+		if g.vnni() {
 			for ; c+3 <= cols; c += 3 {
 				g.x3(wp[0], wp[1], wp[2], wp[3], &a[c*aStride], &a[(c+1)*aStride], &a[(c+2)*aStride], nb, &res[0])
 				for r := 0; r < nr; r++ {

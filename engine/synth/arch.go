@@ -136,9 +136,13 @@ func plan(c *Config) []tensorSpec {
 			norm(p("ffn_norm.weight"), E)
 		}
 		ts = append(ts, tensorSpec{name: p("ffn_gate_inp.weight"), typ: ggml.F32, dims: dims(E, c.Experts), kind: kindRouter, layer: il})
-		mat(p("ffn_gate_exps.weight"), E, c.FFExpert, c.Experts)
-		mat(p("ffn_up_exps.weight"), E, c.FFExpert, c.Experts)
-		mat(p("ffn_down_exps.weight"), c.FFExpert, E, c.Experts)
+		ffe := c.FFExpert
+		if c.FFExperts != nil && il < len(c.FFExperts) {
+			ffe = c.FFExperts[il]
+		}
+		mat(p("ffn_gate_exps.weight"), E, ffe, c.Experts)
+		mat(p("ffn_up_exps.weight"), E, ffe, c.Experts)
+		mat(p("ffn_down_exps.weight"), ffe, E, c.Experts)
 		if c.hybrid() {
 			f32(p("ffn_gate_inp_shexp.weight"), 1/sqrtf(E), E)
 			mat(p("ffn_gate_shexp.weight"), E, c.FFShared)

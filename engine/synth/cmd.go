@@ -52,6 +52,8 @@ func parseFlags(args []string, stdout io.Writer) (Config, string, error) {
 		{"vocab", "vocabulary size"}, {"ctx", "training context length"},
 		{"ssm-state", "DeltaNet head size (qwen3next, qwen4exp)"}, {"ssm-groups", "DeltaNet key heads (qwen3next, qwen4exp)"},
 		{"ssm-v-heads", "DeltaNet value heads (qwen3next, qwen4exp)"},
+		{"compress-ratio", "QSA block compression ratio of the full-attention layers (qwen4exp; 0: no attention.compress_ratios key, every layer dense)"},
+		{"ple-layer", "the PLE n-gram embedding's layer, a DeltaNet layer (qwen4exp; -1: no PLE key group)"},
 	} {
 		ints[f.name] = fs.Int(f.name, 0, f.usage+" (default: the architecture's tiny default)")
 	}
@@ -83,6 +85,7 @@ func parseFlags(args []string, stdout io.Writer) (Config, string, error) {
 		"head-dim": &cfg.HeadDim, "experts": &cfg.Experts, "used": &cfg.ExpertsUsed,
 		"ff-expert": &cfg.FFExpert, "ff-shared": &cfg.FFShared, "vocab": &cfg.Vocab, "ctx": &cfg.CtxLen,
 		"ssm-state": &cfg.SSMState, "ssm-groups": &cfg.SSMGroups, "ssm-v-heads": &cfg.SSMVHeads,
+		"compress-ratio": &cfg.CompressRatio, "ple-layer": &cfg.PLELayer,
 	} {
 		if set[name] {
 			*dst = *ints[name]

@@ -83,7 +83,13 @@ type Config struct {
 	Experts     int // routed experts per layer
 	ExpertsUsed int // experts per token
 	FFExpert    int // routed expert FFN size
-	FFShared    int // shared expert FFN size (qwen3next, qwen4exp)
+	// FFExperts, if set (qwen4exp), are the routed experts' FFN sizes per
+	// layer, written as the expert_feed_forward_length array. llama.cpp
+	// sizes every layer by the array's first entry (load_arch_tensors
+	// calls n_ff_exp() for layer 0), so it loads only arrays of equal
+	// entries; this engine reads each layer's own.
+	FFExperts []int
+	FFShared  int // shared expert FFN size (qwen3next, qwen4exp)
 
 	Seed        uint64
 	WeightScale float32 // standard deviation of the logits (1: varied distributions; ≥ 8: peaked)
@@ -110,7 +116,8 @@ type Config struct {
 	// key length, top-k and block compression ratio) and the PLE n-gram
 	// hash embedding on layer PLELayer (-1: none), with PLENgram-grams,
 	// PLEHeadsPerNgram heads per n-gram order, a PLEConv-tap convolution
-	// and PLEHeadRows table rows per head.
+	// and PLEHeadRows table rows per head. CompressRatio 0 writes no
+	// attention.compress_ratios key: llama.cpp then runs every layer dense.
 	HCCount          int
 	HCLowRank        int
 	IndexerHeads     int
@@ -202,8 +209,21 @@ func (c *Config) Validate() error {
 			v    int
 		}{
 			{"hc-low-rank", c.HCLowRank}, {"indexer-heads", c.IndexerHeads}, {"indexer-dim", c.IndexerDim},
-			{"indexer-top-k", c.IndexerTopK}, {"compress-ratio", c.CompressRatio},
+			{"indexer-top-k", c.IndexerTopK},
 		}...)
+		if c.CompressRatio < 0 || c.CompressRatio > maxDim {
+			return bad("compress-ratio = %d, want 0..%d", c.CompressRatio, maxDim)
+		}
+	}
+	if c.FFExperts != nil {
+		if c.Arch != ArchQwen4Exp || len(c.FFExperts) != c.Layers {
+			return bad("per-layer expert FFN sizes are written for qwen4exp only, one per layer (%d for %d layers)", len(c.FFExperts), c.Layers)
+		}
+		for il, v := range c.FFExperts {
+			if v < 1 || v > maxDim {
+				return bad("ff-expert of layer %d = %d, want 1..%d", il, v, maxDim)
+			}
+		}
 	}
 	for _, d := range dims {
 		if d.v < 1 || d.v > maxDim {
@@ -352,7 +372,15 @@ func writeMetadata(w *gguf.Writer, c *Config, v *Vocab) {
 	w.AddFloat32(a+"attention.layer_norm_rms_epsilon", 1e-6)
 	u("expert_count", c.Experts)
 	u("expert_used_count", c.ExpertsUsed)
-	u("expert_feed_forward_length", c.FFExpert)
+	if c.FFExperts != nil {
+		ff := make([]int32, len(c.FFExperts))
+		for i, v := range c.FFExperts {
+			ff[i] = int32(v)
+		}
+		w.AddInt32s(a+"expert_feed_forward_length", ff)
+	} else {
+		u("expert_feed_forward_length", c.FFExpert)
+	}
 	if c.hybrid() {
 		u("expert_shared_feed_forward_length", c.FFShared)
 		u("ssm.conv_kernel", c.SSMConv)
@@ -377,13 +405,15 @@ func writeMetadata(w *gguf.Writer, c *Config, v *Vocab) {
 		u("attention.indexer.head_count", c.IndexerHeads)
 		u("attention.indexer.key_length", c.IndexerDim)
 		u("attention.indexer.top_k", c.IndexerTopK)
-		ratios := make([]int32, c.Layers)
-		for il := range ratios {
-			if !c.recurrent(il) {
-				ratios[il] = int32(c.CompressRatio)
+		if c.CompressRatio > 0 {
+			ratios := make([]int32, c.Layers)
+			for il := range ratios {
+				if !c.recurrent(il) {
+					ratios[il] = int32(c.CompressRatio)
+				}
 			}
+			w.AddInt32s(a+"attention.compress_ratios", ratios)
 		}
-		w.AddInt32s(a+"attention.compress_ratios", ratios)
 		if c.PLELayer >= 0 {
 			h := c.pleHeads()
 			w.AddInt32s(a+"ple.layers", []int32{int32(c.PLELayer)})

@@ -42,6 +42,13 @@ func (a *Attention) size(be backend.Backend, buf *AttnBuf, rows int) {
 // normed input xn (row r at position pos0+r, with RoPE cos/sin cs) into out
 // ([rows][embd]), storing their K and V in layer il of kv.
 func (a *Attention) Forward(be backend.Backend, kv *backend.KVCache, il int, xn []float32, rows, pos0 int, cs []float32, buf *AttnBuf, out []float32) {
+	a.ForwardSparse(be, kv, il, xn, rows, pos0, cs, buf, out, nil, 0)
+}
+
+// ForwardSparse is Forward with each row attending only to the positions
+// set in its mask (sel, words per row, as backend.SparseAttention takes
+// it); sel nil: causal attention to all.
+func (a *Attention) ForwardSparse(be backend.Backend, kv *backend.KVCache, il int, xn []float32, rows, pos0 int, cs []float32, buf *AttnBuf, out []float32, sel []uint64, words int) {
 	a.size(be, buf, rows)
 	p := a.P
 	qd, kd := p.Heads*p.HeadDim, p.HeadsKV*p.HeadDim
@@ -62,7 +69,11 @@ func (a *Attention) Forward(be backend.Backend, kv *backend.KVCache, il int, xn 
 	be.NormRope(q, rows, p.Heads, p.HeadDim, a.QNorm, a.Eps, cs, a.RopeDims)
 	be.NormRope(k, rows, p.HeadsKV, p.HeadDim, a.KNorm, a.Eps, cs, a.RopeDims)
 	be.StoreKV(kv, il, k, v, rows, pos0)
-	be.Attention(kv, il, q, rows, pos0, p, att)
+	if sel != nil {
+		be.SparseAttention(kv, il, q, rows, pos0, p, sel, words, att)
+	} else {
+		be.Attention(kv, il, q, rows, pos0, p, att)
+	}
 	if a.Gated {
 		be.SigmoidMul(att, gate, rows)
 	}

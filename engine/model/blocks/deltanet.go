@@ -8,17 +8,25 @@ import (
 // qwen3next build_layer_attn_linear: fused q/k/v and z projections, a
 // causal depthwise convolution with SiLU over q/k/v, the gated delta rule
 // over a recurrent state, a gated RMSNorm of the output with z, and the
-// output projection.
+// output projection. qwen4exp's variant has separate beta and alpha
+// projections (ssm_beta, ssm_alpha; BA nil) and gates the normed output
+// with sigmoid(z) instead of silu(z) (SigmoidGate).
 type DeltaNet struct {
-	QKV    *backend.Matrix // [2·keyDim+valueDim × embd] (attn_qkv)
-	Z      *backend.Matrix // [valueDim × embd] (attn_gate)
-	BA     *backend.Matrix // [2·valueHeads × embd] (ssm_ba): per key head, its value heads' b then a
-	Conv   []float32       // [channels][taps] (ssm_conv1d)
-	Norm   []float32       // [Dim] (ssm_norm)
-	Out    *backend.Matrix // [embd × valueDim] (ssm_out)
-	P      backend.DeltaNetParams
-	Taps   int
-	RMSEps float32
+	QKV  *backend.Matrix // [2·keyDim+valueDim × embd] (attn_qkv)
+	Z    *backend.Matrix // [valueDim × embd] (attn_gate)
+	BA   *backend.Matrix // [2·valueHeads × embd] (ssm_ba): per key head, its value heads' b then a
+	Beta *backend.Matrix // [valueHeads × embd] (ssm_beta), when BA is nil
+	// Alpha is [valueHeads × embd] (ssm_alpha), when BA is nil.
+	Alpha *backend.Matrix
+	// SigmoidGate: the output is RMSNorm(o)·Norm·sigmoid(z) (qwen4exp's
+	// build_norm_gated) rather than ·silu(z).
+	SigmoidGate bool
+	Conv        []float32       // [channels][taps] (ssm_conv1d)
+	Norm        []float32       // [Dim] (ssm_norm)
+	Out         *backend.Matrix // [embd × valueDim] (ssm_out)
+	P           backend.DeltaNetParams
+	Taps        int
+	RMSEps      float32
 }
 
 // Channels is the width of the convolution: query, key and value heads.
@@ -86,9 +94,14 @@ func (d *DeltaNet) Forward(be backend.Backend, st DeltaState, snaps []DeltaState
 	ba, b, a, o := buf.ba[:2*rows*hv], buf.b[:rows*hv], buf.a[:rows*hv], buf.out[:rows*vd]
 	be.Linear(d.QKV, xn, rows, qkv)
 	be.Linear(d.Z, xn, rows, z)
-	be.Linear(d.BA, xn, rows, ba)
-	rf := hv / d.P.KeyHeads
-	be.SplitHeads(b, a, ba, rows, d.P.KeyHeads, rf, rf)
+	if d.BA != nil {
+		be.Linear(d.BA, xn, rows, ba)
+		rf := hv / d.P.KeyHeads
+		be.SplitHeads(b, a, ba, rows, d.P.KeyHeads, rf, rf)
+	} else {
+		be.Linear(d.Beta, xn, rows, b)
+		be.Linear(d.Alpha, xn, rows, a)
+	}
 	buf.convSnaps, buf.stateSnaps = buf.convSnaps[:0], buf.stateSnaps[:0]
 	for _, s := range snaps {
 		buf.convSnaps = append(buf.convSnaps, s.Conv)
@@ -96,7 +109,13 @@ func (d *DeltaNet) Forward(be backend.Backend, st DeltaState, snaps []DeltaState
 	}
 	be.CausalConv(conv, qkv, st.Conv, d.Conv, rows, ch, d.Taps, buf.convSnaps)
 	be.GatedDeltaNet(d.P, conv, b, a, rows, st.S, buf.stateSnaps, o)
-	be.GatedRMSNorm(o, z, d.Norm, rows*hv, d.RMSEps)
+	if d.SigmoidGate {
+		// ggml_rms_norm, ggml_mul by Norm, ggml_mul by ggml_sigmoid(z).
+		be.RMSNorm(o, o, d.Norm, rows*hv, d.RMSEps)
+		be.SigmoidMul(o, z, rows)
+	} else {
+		be.GatedRMSNorm(o, z, d.Norm, rows*hv, d.RMSEps)
+	}
 	be.Linear(d.Out, o, rows, out)
 	clear(buf.convSnaps[:cap(buf.convSnaps)])
 	clear(buf.stateSnaps[:cap(buf.stateSnaps)])

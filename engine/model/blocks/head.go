@@ -7,7 +7,7 @@ import (
 
 // Head is the output norm and the projection to the vocabulary.
 type Head struct {
-	Norm   []float32
+	Norm   []float32       // nil: none (qwen4exp's final hyper-connection mix is its norm)
 	Output *backend.Matrix // [vocab × embd]
 	Eps    float32
 }
@@ -66,7 +66,14 @@ func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *Hea
 	logits := buf.logits[:nl*vocab]
 	if nl > 0 {
 		xn := buf.xn[:nl*e]
-		be.RMSNorm(xn, in, h.Norm, nl, h.Eps)
+		if h.Norm != nil {
+			be.RMSNorm(xn, in, h.Norm, nl, h.Eps)
+		} else {
+			// The rows were copied into in on the host just now; the
+			// backend ops since the last Linear on in (every layer's)
+			// dropped its cached conversion.
+			xn = in
+		}
 		be.Linear(h.Output, xn, nl, logits)
 		if err := be.Sync(); err != nil {
 			return err

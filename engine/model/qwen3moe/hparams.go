@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model/blocks"
 )
 
 // Arch is the GGUF general.architecture this package loads.
@@ -29,24 +30,16 @@ type Hparams struct {
 
 func readHparams(f *gguf.File) (Hparams, error) {
 	var h Hparams
-	var missing []string
-	u := func(key string, dst *int, def int) {
-		if v, ok := f.ArchUint(key); ok {
-			*dst = int(v)
-		} else if def >= 0 {
-			*dst = def
-		} else {
-			missing = append(missing, Arch+"."+key)
-		}
-	}
+	m := &blocks.Meta{File: f, Arch: Arch}
+	u := m.Uint
 	u("block_count", &h.Layers, -1)
 	u("embedding_length", &h.Embd, -1)
 	u("attention.head_count", &h.Heads, -1)
 	u("expert_count", &h.Experts, -1)
 	u("expert_used_count", &h.ExpertsUsed, -1)
 	u("context_length", &h.ContextLength, 4096)
-	if len(missing) > 0 {
-		return h, fmt.Errorf("%s: missing metadata %v", Arch, missing)
+	if err := m.Missing(); err != nil {
+		return h, err
 	}
 	u("attention.head_count_kv", &h.HeadsKV, h.Heads)
 	if h.Heads <= 0 || h.Embd <= 0 || h.Layers <= 0 {

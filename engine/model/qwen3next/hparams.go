@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model/blocks"
 )
 
 // Arch is the GGUF general.architecture this package loads.
@@ -37,16 +38,8 @@ type Hparams struct {
 
 func readHparams(f *gguf.File) (Hparams, error) {
 	var h Hparams
-	var missing []string
-	u := func(key string, dst *int, def int) {
-		if v, ok := f.ArchUint(key); ok {
-			*dst = int(v)
-		} else if def >= 0 {
-			*dst = def
-		} else {
-			missing = append(missing, Arch+"."+key)
-		}
-	}
+	m := &blocks.Meta{File: f, Arch: Arch}
+	u := m.Uint
 	var blocks, inner, interval int
 	u("block_count", &blocks, -1)
 	u("embedding_length", &h.Embd, -1)
@@ -61,8 +54,8 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	u("context_length", &h.ContextLength, 4096)
 	u("nextn_predict_layers", &h.MTP, 0)
 	u("full_attention_interval", &interval, 4)
-	if len(missing) > 0 {
-		return h, fmt.Errorf("%s: missing metadata %v", Arch, missing)
+	if err := m.Missing(); err != nil {
+		return h, err
 	}
 	h.Layers = blocks - h.MTP
 	u("attention.head_count_kv", &h.HeadsKV, h.Heads)

@@ -34,7 +34,6 @@ type Model struct {
 	mtp    []mtpBlock
 	layout model.ExpertLayout
 	rope   backend.Rope
-	nDelta int // DeltaNet layers
 }
 
 type layer struct {
@@ -89,9 +88,6 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 			return nil, err
 		}
 		m.layout.Layers[i] = &le
-		if m.layers[i].recurrent {
-			m.nDelta++
-		}
 	}
 	for j := 0; j < hp.MTP; j++ {
 		b, err := m.loadMTP(ld, hp.Layers+j)

@@ -21,14 +21,10 @@ const Checkpoints = 8
 type Session struct {
 	m      *Model
 	kv     *backend.KVCache
+	rec    *blocks.Recurrent // the DeltaNet layers' state and its checkpoints
 	tokens []int32
 	nCtx   int
-
-	state []blocks.DeltaState // per layer (zero for attention layers): the live state
-	// ring[c][il] is layer il's state after ringPos[c] tokens (-1: none);
-	// the state after n tokens, if kept, is in slot n % Checkpoints.
-	ring    [][]blocks.DeltaState
-	ringPos []int
+	closed bool
 
 	rows     int       // batch rows the buffers hold
 	x, xn, y []float32 // residual stream, normed, block output: [rows][embd]
@@ -38,7 +34,6 @@ type Session struct {
 	moe      blocks.MoEBuf
 	head     blocks.HeadBuf
 	snaps    []blocks.DeltaState
-	slots    []int // ring slots the current batch fills
 }
 
 // NewSession implements model.Model.
@@ -47,42 +42,22 @@ func (m *Model) NewSession(nCtx int) (model.Session, error) {
 		return nil, fmt.Errorf("%s: context length %d out of range", Arch, nCtx)
 	}
 	attn := make([]bool, m.hp.Layers)
+	sizes := make([][]int, m.hp.Layers)
 	for i := range attn {
 		attn[i] = !m.layers[i].recurrent
-	}
-	s := &Session{m: m, kv: m.be.NewKVCache(attn, nCtx, m.hp.HeadsKV*m.hp.HeadDim), tokens: make([]int32, 0, nCtx), nCtx: nCtx}
-	s.state = make([]blocks.DeltaState, m.hp.Layers)
-	s.ring = make([][]blocks.DeltaState, Checkpoints)
-	s.ringPos = make([]int, Checkpoints)
-	for c := range s.ring {
-		s.ring[c] = make([]blocks.DeltaState, m.hp.Layers)
-		s.ringPos[c] = -1
-	}
-	for il := range m.layers {
-		if !m.layers[il].recurrent {
-			continue
-		}
-		d := &m.layers[il].delta
-		s.state[il] = d.NewState(m.be)
-		for c := range s.ring {
-			s.ring[c][il] = d.NewState(m.be)
+		if m.layers[i].recurrent {
+			sizes[i] = m.layers[i].delta.StateSizes()
 		}
 	}
-	return s, nil
+	return &Session{m: m, kv: m.be.NewKVCache(attn, nCtx, m.hp.HeadsKV*m.hp.HeadDim),
+		rec: blocks.NewRecurrent(m.be, sizes, Checkpoints), tokens: make([]int32, 0, nCtx), nCtx: nCtx}, nil
 }
 
 // MemoryBytes implements model.Session: caches, recurrent state and its
 // checkpoints, buffers.
 func (s *Session) MemoryBytes() int64 {
-	n := s.kv.Bytes() + 4*int64(cap(s.x)+cap(s.xn)+cap(s.y)+cap(s.cs)) +
+	return s.kv.Bytes() + s.rec.Bytes() + 4*int64(cap(s.x)+cap(s.xn)+cap(s.y)+cap(s.cs)) +
 		s.attn.Bytes() + s.delta.Bytes() + s.moe.Bytes() + s.head.Bytes()
-	for il := range s.state {
-		n += s.state[il].Bytes()
-		for c := range s.ring {
-			n += s.ring[c][il].Bytes()
-		}
-	}
-	return n
 }
 
 // Tokens implements model.Session.
@@ -94,16 +69,10 @@ func (s *Session) Len() int { return len(s.tokens) }
 // Cap implements model.Session.
 func (s *Session) Cap() int { return s.nCtx }
 
-// kept reports whether the state after n tokens is available: the start,
-// the present, or a checkpoint in the ring.
-func (s *Session) kept(n int) bool {
-	return n == 0 || n == len(s.tokens) || s.ringPos[n%Checkpoints] == n
-}
-
 // CanTruncate implements model.Session: the KV cache can go back anywhere,
 // the recurrent state to the start or to the last Checkpoints-1 positions.
 func (s *Session) CanTruncate(n int) bool {
-	return n >= 0 && n <= len(s.tokens) && (s.m.nDelta == 0 || s.kept(n))
+	return n >= 0 && n <= len(s.tokens) && s.rec.Kept(n, len(s.tokens))
 }
 
 // Truncate implements model.Session.
@@ -115,37 +84,15 @@ func (s *Session) Truncate(n int) error {
 		return fmt.Errorf("%s: truncate to %d of %d positions: the recurrent state keeps the last %d: %w",
 			Arch, n, len(s.tokens), Checkpoints-1, model.ErrRollback)
 	}
-	if n != len(s.tokens) {
-		s.restore(n)
-	}
+	s.rec.Truncate(n, len(s.tokens))
 	s.tokens = s.tokens[:n]
-	for c, p := range s.ringPos {
-		if p > n {
-			s.ringPos[c] = -1
-		}
-	}
 	return nil
-}
-
-// restore sets the live recurrent state to the state after n tokens, which
-// must be kept (n = 0 or a ring checkpoint).
-func (s *Session) restore(n int) {
-	for il := range s.state {
-		if s.state[il].S == nil {
-			continue
-		}
-		if n == 0 {
-			s.state[il].Clear()
-		} else {
-			s.state[il].CopyFrom(s.ring[n%Checkpoints][il])
-		}
-	}
 }
 
 // Close implements model.Session.
 func (s *Session) Close() error {
 	s.kv = &backend.KVCache{}
-	s.state, s.ring = nil, nil
+	s.closed = true
 	return nil
 }
 
@@ -167,7 +114,7 @@ func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 	hp := s.m.hp
 	nt := len(b.Tokens)
 	switch {
-	case s.state == nil:
+	case s.closed:
 		return fmt.Errorf("forward: session is closed")
 	case nt == 0:
 		return fmt.Errorf("forward: no tokens")
@@ -182,28 +129,17 @@ func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 		}
 	}
 	pos0 := len(s.tokens)
-	// Checkpoints of this batch: the states after its last k rows, in the
-	// slots of positions pos0+nt-k+1 .. pos0+nt (never pos0's own slot).
-	k := min(nt, Checkpoints-1)
-	slots := s.slots[:0]
-	for i := 0; i < k; i++ {
-		c := (pos0 + nt - k + 1 + i) % Checkpoints
-		s.ringPos[c] = -1
-		slots = append(slots, c)
-	}
-	s.slots = slots
-	if err := s.forward(ctx, b, pos0, slots); err != nil {
-		s.restore(pos0)
+	s.rec.Begin(pos0, nt)
+	if err := s.forward(ctx, b, pos0); err != nil {
+		s.rec.Restore(pos0)
 		return err
 	}
-	for i, c := range slots {
-		s.ringPos[c] = pos0 + nt - k + 1 + i
-	}
+	s.rec.Commit(pos0, nt)
 	s.tokens = append(s.tokens, b.Tokens...)
 	return nil
 }
 
-func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int, slots []int) error {
+func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 	m, hp, be := s.m, s.m.hp, s.m.be
 	nt := len(b.Tokens)
 	s.ensure(nt)
@@ -222,10 +158,10 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int, slots [
 		be.RMSNorm(xn, x, l.attnNorm, nt, hp.Eps)
 		if l.recurrent {
 			s.snaps = s.snaps[:0]
-			for _, c := range slots {
-				s.snaps = append(s.snaps, s.ring[c][il])
+			for _, bs := range s.rec.Snaps(il) {
+				s.snaps = append(s.snaps, blocks.DeltaStateOf(bs))
 			}
-			l.delta.Forward(be, s.state[il], s.snaps, xn, nt, &s.delta, y)
+			l.delta.Forward(be, blocks.DeltaStateOf(s.rec.Live(il)), s.snaps, xn, nt, &s.delta, y)
 		} else {
 			l.attn.Forward(be, s.kv, il, xn, nt, pos0, cs, &s.attn, y)
 		}
