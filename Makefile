@@ -34,8 +34,9 @@ vet:
 test-go:
 	$(GO) test -race -timeout 15m ./...
 	cd internal/uilocale && $(GO) test -race ./...
-	# The llama.cpp comparisons again with every SIMD kernel off.
-	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp|TestQwen4ExpGreedyMatchesLlamaCpp' ./engine/
+	# The llama.cpp comparisons again with every SIMD kernel off (the
+	# synthetic types, the new types, the files llama-quantize made, qwen4exp).
+	$(GO) test -tags purego -count=1 -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp|TestNewTypesMatchLlamaCpp|TestLlamaQuantizeFilesMatchLlamaCpp|TestQwen4ExpGreedyMatchesLlamaCpp' ./engine/
 
 # The arm64 (NEON) kernels under qemu-user, SIMD on and off.
 test-arm64:

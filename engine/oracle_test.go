@@ -117,18 +117,31 @@ func TestForwardMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestMoreTypesMatchLlamaCpp is TestForwardMatchesLlamaCpp for the weight
-// types files from llama-quantize's other mixtures use (Q4_1 ... MXFP4), and
-// for synthetic models of a few of its mixtures. It is apart so that each
-// keeps its time budget: the purego and qemu runs of make test repeat only
-// the other one (these types' SIMD and NEON kernels are bit-identical to
-// their Go versions, which their unit tests check on every input).
-func TestMoreTypesMatchLlamaCpp(t *testing.T) {
+// TestNewTypesMatchLlamaCpp is TestForwardMatchesLlamaCpp for the weight
+// types files from llama-quantize's other mixtures use (Q4_1 ... MXFP4),
+// one synthetic model per type. make test runs it again with -tags purego
+// and under qemu arm64 (the NEON kernels), as it does the other one.
+func TestNewTypesMatchLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cases := synthCases(t, []ggml.Type{ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.IQ4_NL, ggml.IQ3_S, ggml.IQ2_S,
 		ggml.IQ1_S, ggml.IQ1_M, ggml.TQ1_0, ggml.TQ2_0, ggml.MXFP4}, "")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { compareForward(ctx, t, o, c) })
+	}
+}
+
+// TestMixturesMatchLlamaCpp is TestForwardMatchesLlamaCpp for synthetic
+// models of a few of llama-quantize's mixtures. It runs natively only:
+// writing the mixtures (every tensor quantized by our Go quantizers) takes
+// minutes under qemu, and each type in them is covered under purego and
+// qemu by TestNewTypesMatchLlamaCpp or TestForwardMatchesLlamaCpp.
+func TestMixturesMatchLlamaCpp(t *testing.T) {
+	o := oracle.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var cases []oracleCase
 	for _, m := range []struct {
 		base ggml.Type
 		mix  string

@@ -43,5 +43,10 @@ run -tags purego "$@" ./engine/quant/
 run "$@" ./engine/cpu/
 run -tags purego "$@" ./engine/cpu/
 # The llama.cpp comparisons with the arm64 kernels (the oracle itself, Node,
-# runs natively).
+# runs natively): the synthetic types; the types files from llama-quantize's
+# other mixtures use; the files llama-quantize made. Each in a test binary
+# of its own, under go test's 10-minute limit (on a loaded 2-core machine:
+# 277 s and 205 s for the last two).
 run -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' "$@" ./engine/
+run -run 'TestNewTypesMatchLlamaCpp' "$@" ./engine/
+run -run 'TestLlamaQuantizeFilesMatchLlamaCpp' "$@" ./engine/

@@ -15,8 +15,9 @@ import (
 // naive sign_epi8 port gets wrong).
 
 // simdIQTypes are the i-quants with SIMD dot products on some build: those
-// of iqTypes and the explicit-sign IQ3_S and IQ2_S.
-var simdIQTypes = append(iqTypes[:len(iqTypes):len(iqTypes)], ggml.IQ3_S, ggml.IQ2_S)
+// of iqTypes, the explicit-sign IQ3_S and IQ2_S, IQ1_S, IQ1_M and the
+// ternary TQ1_0, TQ2_0.
+var simdIQTypes = append(iqTypes[:len(iqTypes):len(iqTypes)], ggml.IQ3_S, ggml.IQ2_S, ggml.IQ1_S, ggml.IQ1_M, ggml.TQ1_0, ggml.TQ2_0)
 
 // simdIQKernel returns the kernel of typ, skipping the test when this build
 // or CPU has no SIMD dot product for it.

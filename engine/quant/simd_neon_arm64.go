@@ -16,7 +16,8 @@ import (
 //
 // Q8_0 and Q4_0 accumulate block sums in float32x4 lanes as llama.cpp
 // does, so they differ from GoDot by float rounding only. The K and IQ
-// kernels (and IQ4_NL, MXFP4, Q5_0, Q4_1, Q5_1, IQ3_S) compute each block's integer sum exactly and
+// kernels (and IQ4_NL, MXFP4, Q5_0, Q4_1, Q5_1, IQ3_S, IQ2_S, IQ1_S,
+// IQ1_M, TQ1_0, TQ2_0) compute each block's integer sums exactly and
 // accumulate floats in GoDot's order, so they are bit-identical to it.
 //
 // The F32, F16 and BF16 dot products (plain NEON) follow their Go
@@ -84,6 +85,17 @@ var neonDots = map[ggml.Type]func(n int, w, a []byte) float32{
 	ggml.IQ3_XXS: neonIQDot(iq3XXSSize, func(x, y *byte, nb int) float32 {
 		return dotIQ3XXSNEON(x, y, nb, &iq3xxsGrid[0], &ksigns64[0])
 	}),
+	ggml.IQ2_S: neonIQDot(iq2SSize, func(x, y *byte, nb int) float32 {
+		return dotIQ2SNEON(x, y, nb, &iq2sGrid[0], &q5NEONTable[0])
+	}),
+	ggml.IQ1_S: neonIQDot(iq1SSize, func(x, y *byte, nb int) float32 {
+		return dotIQ1SNEON(x, y, nb, &iq1sGrid[0])
+	}),
+	ggml.IQ1_M: neonIQDot(iq1MSize, func(x, y *byte, nb int) float32 {
+		return dotIQ1MNEON(x, y, nb, &iq1sGrid[0])
+	}),
+	ggml.TQ1_0: neonIQDot(tq1Size, dotTQ1NEON),
+	ggml.TQ2_0: neonIQDot(tq2Size, dotTQ2NEON),
 }
 
 // neonFloatDots are the NEON dot products of the float types, which need
@@ -113,12 +125,28 @@ func dotQ5_0NEON(x, y *byte, nb int, tab *byte) float32
 func dotIQ3SNEON(x, y *byte, nb int, grid *uint32, tab *byte) float32
 
 //go:noescape
+func dotIQ2SNEON(x, y *byte, nb int, grid *uint64, tab *byte) float32
+
+//go:noescape
+func dotIQ1SNEON(x, y *byte, nb int, grid *uint64) float32
+
+//go:noescape
+func dotIQ1MNEON(x, y *byte, nb int, grid *uint64) float32
+
+//go:noescape
+func dotTQ1NEON(x, y *byte, nb int) float32
+
+//go:noescape
+func dotTQ2NEON(x, y *byte, nb int) float32
+
+//go:noescape
 func dotQ4_1NEON(x, y *byte, nb int, tab *byte) float32
 
 //go:noescape
 func dotQ5_1NEON(x, y *byte, nb int, tab *byte) float32
 
-// q5NEONTable is the constants of dotQ5_0NEON, dotQ5_1NEON and dotIQ3SNEON
+// q5NEONTable is the constants of dotQ5_0NEON, dotQ5_1NEON, dotIQ3SNEON and
+// dotIQ2SNEON
 // (dotQ4_1NEON ignores it): the TBL indices spreading qh
 // bytes 0, 1 (values 0..15) and 2, 3 (values 16..31) over 8 lanes each,
 // and the bit of each lane.

@@ -2879,6 +2879,1516 @@ iq3Sdone:
 	FMOVS F28, ret+40(FP)
 	RET
 
+// func dotIQ2SNEON(x, y *byte, nb int, grid *uint64, tab *byte) float32
+TEXT ·dotIQ2SNEON(SB), NOSPLIT, $0-44
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD grid+24(FP), R3
+	MOVD tab+32(FP), R4
+	VLD1 (R4), [V26.B16, V27.B16]
+	ADD $32, R4, R12
+	VLD1 (R12), [V23.B16]
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	CBZ R2, iq2Sdone
+iq2Sloop:
+	MOVD 74(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $36, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $40, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $44, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $52, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $56, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $60, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $34, R0, R13
+	ADD $4, R1, R9
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	WORD $0x6fb001f4 // mla v20.4s, v15.4s, v16.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	WORD $0x6fb009f4 // mla v20.4s, v15.4s, v16.s[3]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	WORD $0x6fb101f4 // mla v20.4s, v15.4s, v17.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	WORD $0x6fb109f4 // mla v20.4s, v15.4s, v17.s[3]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9201d4 // mla v20.4s, v14.4s, v18.s[0]
+	WORD $0x6fb201f4 // mla v20.4s, v15.4s, v18.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9209d4 // mla v20.4s, v14.4s, v18.s[2]
+	WORD $0x6fb209f4 // mla v20.4s, v15.4s, v18.s[3]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9301d4 // mla v20.4s, v14.4s, v19.s[0]
+	WORD $0x6fb301f4 // mla v20.4s, v15.4s, v19.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R7
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041ce8 // mov v8.s[0], w7
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e371d29 // and v9.16b, v9.16b, v23.16b
+	WORD $0x6e378d29 // cmeq v9.16b, v9.16b, v23.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e371d4a // and v10.16b, v10.16b, v23.16b
+	WORD $0x6e378d4a // cmeq v10.16b, v10.16b, v23.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9309d4 // mla v20.4s, v14.4s, v19.s[2]
+	WORD $0x6fb309f4 // mla v20.4s, v15.4s, v19.s[3]
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	FMOVS (R1), F1
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a0 // fmov s0, w5
+	WORD $0x1ee24000 // fcvt s0, h0
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21da94 // scvtf s20, s20
+	WORD $0x1e340814 // fmul s20, s0, s20
+	WORD $0x1e342b9c // fadd s28, s28, s20
+	ADD $82, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE iq2Sloop
+iq2Sdone:
+	FMOVS $0.125, F1
+	WORD $0x1e210b80 // fmul s0, s28, s1
+	FMOVS F0, ret+40(FP)
+	RET
+
+// func dotIQ1SNEON(x, y *byte, nb int, grid *uint64) float32
+TEXT ·dotIQ1SNEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD grid+24(FP), R3
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+	CBZ R2, iq1Sdone
+iq1Sloop:
+	ADD $2, R0, R8
+	ADD $34, R0, R10
+	ADD $4, R1, R9
+	ADD $260, R1, R13
+	MOVD ZR, R15
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e041cf0 // mov v16.s[0], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4e8394ea // sdot v10.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e0c1cf0 // mov v16.s[1], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8294cb // sdot v11.4s, v6.16b, v2.16b
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e141cf0 // mov v16.s[2], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8294cc // sdot v12.4s, v6.16b, v2.16b
+	WORD $0x4e8394ec // sdot v12.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e1c1cf0 // mov v16.s[3], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8294cd // sdot v13.4s, v6.16b, v2.16b
+	WORD $0x4e8394ed // sdot v13.4s, v7.16b, v3.16b
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd4a // addp v10.4s, v10.4s, v12.4s
+	WORD $0x4eb09d54 // mul v20.4s, v10.4s, v16.4s
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e041cf1 // mov v17.s[0], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4e8394ea // sdot v10.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e0c1cf1 // mov v17.s[1], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8294cb // sdot v11.4s, v6.16b, v2.16b
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e141cf1 // mov v17.s[2], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8294cc // sdot v12.4s, v6.16b, v2.16b
+	WORD $0x4e8394ec // sdot v12.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R7
+	LSL $1, R7, R7
+	ADD $1, R7, R7
+	WORD $0x4e1c1cf1 // mov v17.s[3], w7
+	MOVH.P 2(R13), R11
+	MOVH.P 2(R13), R12
+	ADD R12, R11, R11
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R7, R11, R11
+	ADD R11, R15, R15
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8294cd // sdot v13.4s, v6.16b, v2.16b
+	WORD $0x4e8394ed // sdot v13.4s, v7.16b, v3.16b
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd4a // addp v10.4s, v10.4s, v12.4s
+	WORD $0x4eb19554 // mla v20.4s, v10.4s, v17.4s
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	FMOVS (R1), F1
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a0 // fmov s0, w5
+	WORD $0x1ee24000 // fcvt s0, h0
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21da94 // scvtf s20, s20
+	WORD $0x1e340814 // fmul s20, s0, s20
+	WORD $0x1e342b9c // fadd s28, s28, s20
+	WORD $0x1e2701f5 // fmov s21, w15
+	FMOVS (R1), F1
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a0 // fmov s0, w5
+	WORD $0x1ee24000 // fcvt s0, h0
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21dab5 // scvtf s21, s21
+	WORD $0x1e350815 // fmul s21, s0, s21
+	WORD $0x1e352bbd // fadd s29, s29, s21
+	ADD $50, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE iq1Sloop
+iq1Sdone:
+	FMOVS $0.125, F1
+	WORD $0x1e210ba1 // fmul s1, s29, s1
+	WORD $0x1e212b80 // fadd s0, s28, s1
+	FMOVS F0, ret+32(FP)
+	RET
+
+// func dotIQ1MNEON(x, y *byte, nb int, grid *uint64) float32
+TEXT ·dotIQ1MNEON(SB), NOSPLIT, $0-36
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD grid+24(FP), R3
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+	MOVD $0x0101010101010101, R14
+	CBZ R2, iq1Mdone
+iq1Mloop:
+	MOVD 48(R0), R15
+	UBFX $0, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $3, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $6, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $9, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $19, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $22, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $25, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $35, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $38, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $41, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $51, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $54, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $57, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	MOVD R0, R8
+	ADD $32, R0, R10
+	ADD $4, R1, R9
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f900154 // mla v20.4s, v10.4s, v16.s[0]
+	WORD $0x6f900195 // mla v21.4s, v12.4s, v16.s[0]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb00174 // mla v20.4s, v11.4s, v16.s[1]
+	WORD $0x6fb001b5 // mla v21.4s, v13.4s, v16.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f900954 // mla v20.4s, v10.4s, v16.s[2]
+	WORD $0x6f900995 // mla v21.4s, v12.4s, v16.s[2]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb00974 // mla v20.4s, v11.4s, v16.s[3]
+	WORD $0x6fb009b5 // mla v21.4s, v13.4s, v16.s[3]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f910154 // mla v20.4s, v10.4s, v17.s[0]
+	WORD $0x6f910195 // mla v21.4s, v12.4s, v17.s[0]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb10174 // mla v20.4s, v11.4s, v17.s[1]
+	WORD $0x6fb101b5 // mla v21.4s, v13.4s, v17.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f910954 // mla v20.4s, v10.4s, v17.s[2]
+	WORD $0x6f910995 // mla v21.4s, v12.4s, v17.s[2]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb10974 // mla v20.4s, v11.4s, v17.s[3]
+	WORD $0x6fb109b5 // mla v21.4s, v13.4s, v17.s[3]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f920154 // mla v20.4s, v10.4s, v18.s[0]
+	WORD $0x6f920195 // mla v21.4s, v12.4s, v18.s[0]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb20174 // mla v20.4s, v11.4s, v18.s[1]
+	WORD $0x6fb201b5 // mla v21.4s, v13.4s, v18.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f920954 // mla v20.4s, v10.4s, v18.s[2]
+	WORD $0x6f920995 // mla v21.4s, v12.4s, v18.s[2]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb20974 // mla v20.4s, v11.4s, v18.s[3]
+	WORD $0x6fb209b5 // mla v21.4s, v13.4s, v18.s[3]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f930154 // mla v20.4s, v10.4s, v19.s[0]
+	WORD $0x6f930195 // mla v21.4s, v12.4s, v19.s[0]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb30174 // mla v20.4s, v11.4s, v19.s[1]
+	WORD $0x6fb301b5 // mla v21.4s, v13.4s, v19.s[1]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R3)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R3, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	WORD $0x4f00e40a // movi v10.16b, #0x0
+	WORD $0x4e8294ca // sdot v10.4s, v6.16b, v2.16b
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e82950c // sdot v12.4s, v8.16b, v2.16b
+	WORD $0x6f930954 // mla v20.4s, v10.4s, v19.s[2]
+	WORD $0x6f930995 // mla v21.4s, v12.4s, v19.s[2]
+	WORD $0x4f00e40b // movi v11.16b, #0x0
+	WORD $0x4e8394eb // sdot v11.4s, v7.16b, v3.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e83952d // sdot v13.4s, v9.16b, v3.16b
+	WORD $0x6fb30974 // mla v20.4s, v11.4s, v19.s[3]
+	WORD $0x6fb309b5 // mla v21.4s, v13.4s, v19.s[3]
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4eb1bab5 // addv s21, v21.4s
+	UBFX $12, R15, $4, R6
+	UBFX $28, R15, $4, R7
+	ORR R7<<4, R6, R6
+	UBFX $44, R15, $4, R7
+	ORR R7<<8, R6, R6
+	UBFX $60, R15, $4, R7
+	ORR R7<<12, R6, R6
+	WORD $0x1e2700c0 // fmov s0, w6
+	WORD $0x1ee24000 // fcvt s0, h0
+	FMOVS (R1), F1
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21da94 // scvtf s20, s20
+	WORD $0x1e340814 // fmul s20, s0, s20
+	WORD $0x1e342b9c // fadd s28, s28, s20
+	WORD $0x5e21dab5 // scvtf s21, s21
+	WORD $0x1e350815 // fmul s21, s0, s21
+	WORD $0x1e352bbd // fadd s29, s29, s21
+	ADD $56, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE iq1Mloop
+iq1Mdone:
+	FMOVS $0.125, F1
+	WORD $0x1e210ba1 // fmul s1, s29, s1
+	WORD $0x1e212b80 // fadd s0, s28, s1
+	FMOVS F0, ret+32(FP)
+	RET
+
+// func dotTQ2NEON(x, y *byte, nb int) float32
+TEXT ·dotTQ2NEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	WORD $0x4f00e478 // movi v24.16b, #0x3
+	WORD $0x4f00e439 // movi v25.16b, #0x1
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	CBZ R2, tq2done
+tq2loop:
+	MOVD R0, R8
+	ADD $4, R1, R9
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x4e381c04 // and v4.16b, v0.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x4e381c25 // and v5.16b, v1.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0e0404 // ushr v4.16b, v0.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x6f0e0425 // ushr v5.16b, v1.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0a0404 // ushr v4.16b, v0.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x6f0a0425 // ushr v5.16b, v1.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x4e381c04 // and v4.16b, v0.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x4e381c25 // and v5.16b, v1.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0e0404 // ushr v4.16b, v0.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x6f0e0425 // ushr v5.16b, v1.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0a0404 // ushr v4.16b, v0.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e829494 // sdot v20.4s, v4.16b, v2.16b
+	WORD $0x6f0a0425 // ushr v5.16b, v1.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	WORD $0x4e8394b4 // sdot v20.4s, v5.16b, v3.16b
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	FMOVS (R1), F1
+	MOVHU 64(R0), R5
+	WORD $0x1e2700a0 // fmov s0, w5
+	WORD $0x1ee24000 // fcvt s0, h0
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21da94 // scvtf s20, s20
+	WORD $0x1e340814 // fmul s20, s0, s20
+	WORD $0x1e342b9c // fadd s28, s28, s20
+	ADD $66, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE tq2loop
+tq2done:
+	FMOVS F28, ret+24(FP)
+	RET
+
+// func dotTQ1NEON(x, y *byte, nb int) float32
+TEXT ·dotTQ1NEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	WORD $0x4f00e438 // movi v24.16b, #0x1
+	WORD $0x4f00e479 // movi v25.16b, #0x3
+	WORD $0x4f00e53a // movi v26.16b, #0x9
+	WORD $0x4f00e77b // movi v27.16b, #0x1b
+	WORD $0x4f02e63d // movi v29.16b, #0x51
+	MOVD $0x0303030301010101, R6
+	MOVD $0x1b1b1b1b09090909, R7
+	FMOVD R6, F30
+	WORD $0x4e181cfe // mov v30.d[1], x7
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	CBZ R2, tq1done
+tq1loop:
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V4.B16]
+	MOVWU 48(R0), R5
+	WORD $0x4e040ca5 // dup v5.4s, w5
+	ADD $4, R1, R9
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x6f0f0408 // ushr v8.16b, v0.16b, #1
+	WORD $0x6e280406 // uhadd v6.16b, v0.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x6f0f0429 // ushr v9.16b, v1.16b, #1
+	WORD $0x6e290427 // uhadd v7.16b, v1.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	WORD $0x4e8394f4 // sdot v20.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x4e399c06 // mul v6.16b, v0.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e399c27 // mul v7.16b, v1.16b, v25.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	WORD $0x4e8394f4 // sdot v20.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x4e3a9c06 // mul v6.16b, v0.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3a9c27 // mul v7.16b, v1.16b, v26.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	WORD $0x4e8394f4 // sdot v20.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x4e3b9c06 // mul v6.16b, v0.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3b9c27 // mul v7.16b, v1.16b, v27.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	WORD $0x4e8394f4 // sdot v20.4s, v7.16b, v3.16b
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	WORD $0x4e3d9c06 // mul v6.16b, v0.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3d9c27 // mul v7.16b, v1.16b, v29.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	WORD $0x4e8394f4 // sdot v20.4s, v7.16b, v3.16b
+	VLD1.P 16(R9), [V2.B16]
+	WORD $0x6f0f0488 // ushr v8.16b, v4.16b, #1
+	WORD $0x6e280486 // uhadd v6.16b, v4.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	VLD1.P 16(R9), [V2.B16]
+	WORD $0x4e399c86 // mul v6.16b, v4.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	VLD1.P 16(R9), [V2.B16]
+	WORD $0x4e3a9c86 // mul v6.16b, v4.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	VLD1.P 16(R9), [V2.B16]
+	WORD $0x4e3b9c86 // mul v6.16b, v4.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	VLD1.P 16(R9), [V2.B16]
+	WORD $0x4e3d9c86 // mul v6.16b, v4.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	VLD1.P 16(R9), [V2.B16]
+	WORD $0x4e3e9ca6 // mul v6.16b, v5.16b, v30.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e8294d4 // sdot v20.4s, v6.16b, v2.16b
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	FMOVS (R1), F1
+	MOVHU 52(R0), R5
+	WORD $0x1e2700a0 // fmov s0, w5
+	WORD $0x1ee24000 // fcvt s0, h0
+	WORD $0x1e210800 // fmul s0, s0, s1
+	WORD $0x5e21da94 // scvtf s20, s20
+	WORD $0x1e340814 // fmul s20, s0, s20
+	WORD $0x1e342b9c // fadd s28, s28, s20
+	ADD $54, R0
+	ADD $292, R1
+	SUBS $1, R2
+	BNE tq1loop
+tq1done:
+	FMOVS F28, ret+24(FP)
+	RET
+
 // func dotF32NEON(x, y *byte, nb int) float32
 TEXT ·dotF32NEON(SB), NOSPLIT, $0-28
 	MOVD x+0(FP), R0

@@ -21,6 +21,7 @@ import (
 var neonExact = map[ggml.Type]bool{
 	ggml.Q4_K: true, ggml.Q5_K: true, ggml.Q6_K: true, ggml.Q2_K: true, ggml.Q3_K: true,
 	ggml.IQ2_XXS: true, ggml.IQ2_XS: true, ggml.IQ3_XXS: true, ggml.IQ4_XS: true, ggml.IQ4_NL: true, ggml.MXFP4: true, ggml.Q5_0: true, ggml.Q4_1: true, ggml.Q5_1: true, ggml.IQ3_S: true,
+	ggml.IQ2_S: true, ggml.IQ1_S: true, ggml.IQ1_M: true, ggml.TQ1_0: true, ggml.TQ2_0: true,
 }
 
 const neonRelBound = 1e-6
@@ -32,6 +33,7 @@ var neonFP16Offsets = map[ggml.Type][]int{
 	ggml.Q4_K: {0, 2}, ggml.Q5_K: {0, 2}, ggml.Q6_K: {208},
 	ggml.Q2_K: {80, 82}, ggml.Q3_K: {108},
 	ggml.IQ2_XXS: {0}, ggml.IQ2_XS: {0}, ggml.IQ3_XXS: {0}, ggml.IQ4_XS: {0}, ggml.IQ4_NL: {0}, ggml.Q5_0: {0}, ggml.Q4_1: {0, 2}, ggml.Q5_1: {0, 2}, ggml.IQ3_S: {0},
+	ggml.IQ2_S: {0}, ggml.IQ1_S: {0}, ggml.TQ1_0: {52}, ggml.TQ2_0: {64}, // IQ1_M's d is spread over its scale words' top nibbles
 }
 
 func requireDotprod(t testing.TB) {

@@ -61,6 +61,30 @@ var neonGemms = map[ggml.Type]func(n int, w []byte, wStride, rows int, a []byte,
 	ggml.IQ3_XXS: neonGemm(iqQK, iq3XXSSize, iqQ8KSize, true, [4]neonGemmFn{
 		withGrid(gemmIQ3XXSNEONC1, &iq3xxsGrid[0]), withGrid(gemmIQ3XXSNEONC2, &iq3xxsGrid[0]),
 		withGrid(gemmIQ3XXSNEONC3, &iq3xxsGrid[0]), withGrid(gemmIQ3XXSNEONC4, &iq3xxsGrid[0])}),
+	ggml.IQ3_S: neonGemm(iqQK, iq3SSize, iqQ8KSize, true, [4]neonGemmFn{
+		withGridTab(gemmIQ3SNEONC1, &iq3sGrid[0]), withGridTab(gemmIQ3SNEONC2, &iq3sGrid[0]),
+		withGridTab(gemmIQ3SNEONC3, &iq3sGrid[0]), withGridTab(gemmIQ3SNEONC4, &iq3sGrid[0])}),
+	ggml.IQ2_S: neonGemm(iqQK, iq2SSize, iqQ8KSize, true, [4]neonGemmFn{
+		withGridTab(gemmIQ2SNEONC1, &iq2sGrid[0]), withGridTab(gemmIQ2SNEONC2, &iq2sGrid[0]),
+		withGridTab(gemmIQ2SNEONC3, &iq2sGrid[0]), withGridTab(gemmIQ2SNEONC4, &iq2sGrid[0])}),
+	ggml.TQ2_0: neonGemm(iqQK, tq2Size, iqQ8KSize, true, [4]neonGemmFn{gemmTQ2NEONC1, gemmTQ2NEONC2, gemmTQ2NEONC3, gemmTQ2NEONC4}),
+	ggml.TQ1_0: neonGemm(iqQK, tq1Size, iqQ8KSize, true, [4]neonGemmFn{gemmTQ1NEONC1, gemmTQ1NEONC2, gemmTQ1NEONC3, gemmTQ1NEONC4}),
+	ggml.IQ1_S: neonGemm(iqQK, iq1SSize, iqQ8KSize, true, [4]neonGemmFn{
+		withIQ1Grid(gemmIQ1SNEONC1), withIQ1Grid(gemmIQ1SNEONC2), withIQ1Grid(gemmIQ1SNEONC3), withIQ1Grid(gemmIQ1SNEONC4)}),
+	ggml.IQ1_M: neonGemm(iqQK, iq1MSize, iqQ8KSize, true, [4]neonGemmFn{
+		withIQ1Grid(gemmIQ1MNEONC1), withIQ1Grid(gemmIQ1MNEONC2), withIQ1Grid(gemmIQ1MNEONC3), withIQ1Grid(gemmIQ1MNEONC4)}),
+	ggml.IQ4_NL: neonGemm(qk4NL, iq4NLBlockSize, q8_0BlockSize, false, [4]neonGemmFn{
+		withTable(gemmIQ4NLNEONC1, &kvaluesIQ4NL[0]), withTable(gemmIQ4NLNEONC2, &kvaluesIQ4NL[0]),
+		withTable(gemmIQ4NLNEONC3, &kvaluesIQ4NL[0]), withTable(gemmIQ4NLNEONC4, &kvaluesIQ4NL[0])}),
+	ggml.MXFP4: neonGemm(qk4NL, mxfp4BlockSize, q8_0BlockSize, false, [4]neonGemmFn{
+		withTable(gemmMXFP4NEONC1, &kvaluesFP4[0]), withTable(gemmMXFP4NEONC2, &kvaluesFP4[0]),
+		withTable(gemmMXFP4NEONC3, &kvaluesFP4[0]), withTable(gemmMXFP4NEONC4, &kvaluesFP4[0])}),
+	ggml.Q5_0: neonGemm(qk4_1, q5_0BlockSize, q8_0BlockSize, false, [4]neonGemmFn{
+		withQ5Table(gemmQ5_0NEONC1), withQ5Table(gemmQ5_0NEONC2), withQ5Table(gemmQ5_0NEONC3), withQ5Table(gemmQ5_0NEONC4)}),
+	ggml.Q4_1: neonGemm(qk4_1, q4_1BlockSize, q8_1BlockSize, false, [4]neonGemmFn{
+		gemmQ4_1NEONC1, gemmQ4_1NEONC2, gemmQ4_1NEONC3, gemmQ4_1NEONC4}),
+	ggml.Q5_1: neonGemm(qk4_1, q5_1BlockSize, q8_1BlockSize, false, [4]neonGemmFn{
+		withQ5Table(gemmQ5_1NEONC1), withQ5Table(gemmQ5_1NEONC2), withQ5Table(gemmQ5_1NEONC3), withQ5Table(gemmQ5_1NEONC4)}),
 }
 
 // withTable binds the value table of an IQ4_XS kernel.
@@ -74,6 +98,27 @@ func withTable(f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, 
 func withGrid[G uint32 | uint64](f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int, grid *G, signs *uint64), grid *G) neonGemmFn {
 	return func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
 		f(x, xs, rows, y, ys, nb, out, os, grid, &ksigns64[0])
+	}
+}
+
+// withGridTab binds the grid and q5NEONTable of an IQ3_S/IQ2_S kernel.
+func withGridTab[G uint32 | uint64](f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int, grid *G, tab *byte), grid *G) neonGemmFn {
+	return func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
+		f(x, xs, rows, y, ys, nb, out, os, grid, &q5NEONTable[0])
+	}
+}
+
+// withQ5Table binds q5NEONTable to a Q5_0/Q5_1 kernel.
+func withQ5Table(f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int, tab *byte)) neonGemmFn {
+	return func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
+		f(x, xs, rows, y, ys, nb, out, os, &q5NEONTable[0])
+	}
+}
+
+// withIQ1Grid binds iq1s_grid to an IQ1_S/IQ1_M kernel.
+func withIQ1Grid(f func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int, grid *uint64)) neonGemmFn {
+	return func(x *byte, xs, rows int, y *byte, ys, nb int, out *float32, os int) {
+		f(x, xs, rows, y, ys, nb, out, os, &iq1sGrid[0])
 	}
 }
 
@@ -115,7 +160,8 @@ func neonGemm(qk, bs, ys int, whole bool, ks [4]neonGemmFn) func(n int, w []byte
 }
 
 // The assembly kernels (see neonGemmFn); the tables are kvaluesIQ4NL,
-// iq2xsGrid, iq2xxsGrid or iq3xxsGrid, and ksigns64.
+// iq2xsGrid, iq2xxsGrid or iq3xxsGrid, and ksigns64; or iq3sGrid or
+// iq2sGrid, and q5NEONTable.
 
 //go:noescape
 func gemmQ8_0NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
@@ -248,3 +294,135 @@ func gemmIQ3XXSNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out 
 
 //go:noescape
 func gemmIQ3XXSNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, signs *uint64)
+
+//go:noescape
+func gemmIQ3SNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+
+//go:noescape
+func gemmIQ3SNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+
+//go:noescape
+func gemmIQ3SNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+
+//go:noescape
+func gemmIQ3SNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+
+//go:noescape
+func gemmIQ2SNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+
+//go:noescape
+func gemmIQ2SNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+
+//go:noescape
+func gemmIQ2SNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+
+//go:noescape
+func gemmIQ2SNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+
+//go:noescape
+func gemmTQ2NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ2NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ2NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ2NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ1NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ1NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ1NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmTQ1NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmIQ1SNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1SNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1SNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1SNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1MNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1MNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1MNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ1MNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+
+//go:noescape
+func gemmIQ4NLNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmIQ4NLNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmIQ4NLNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmIQ4NLNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmMXFP4NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmMXFP4NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmMXFP4NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmMXFP4NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+
+//go:noescape
+func gemmQ5_0NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ5_0NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ5_0NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ5_0NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ4_1NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmQ4_1NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmQ4_1NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmQ4_1NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+
+//go:noescape
+func gemmQ5_1NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ5_1NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ5_1NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+
+//go:noescape
+func gemmQ5_1NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)

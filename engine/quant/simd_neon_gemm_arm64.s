@@ -11747,3 +11747,13043 @@ gemmIQ3XXSNEONC4block:
 	SUBS $1, R19
 	BNE gemmIQ3XXSNEONC4row
 	RET
+
+// func gemmIQ3SNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+// IQ3_S weights (ggml_vec_dot_iq3_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ3SNEONC1(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ3SNEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ3SNEONC1block:
+	MOVWU 106(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d78 // mov v24.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d78 // mov v24.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d78 // mov v24.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d78 // mov v24.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d79 // mov v25.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d79 // mov v25.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d79 // mov v25.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d79 // mov v25.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $74, R0, R13
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9801d4 // mla v20.4s, v14.4s, v24.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb801d4 // mla v20.4s, v14.4s, v24.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9809d4 // mla v20.4s, v14.4s, v24.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb809d4 // mla v20.4s, v14.4s, v24.s[3]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9901d4 // mla v20.4s, v14.4s, v25.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb901d4 // mla v20.4s, v14.4s, v25.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9909d4 // mla v20.4s, v14.4s, v25.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb909d4 // mla v20.4s, v14.4s, v25.s[3]
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $110, R0
+	ADD $292, R1
+	SUBS $1, R20
+	BNE gemmIQ3SNEONC1block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ3SNEONC1row
+	RET
+
+// func gemmIQ3SNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+// IQ3_S weights (ggml_vec_dot_iq3_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ3SNEONC2(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ3SNEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ3SNEONC2block:
+	MOVWU 106(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d78 // mov v24.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d78 // mov v24.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d78 // mov v24.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d78 // mov v24.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d79 // mov v25.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d79 // mov v25.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d79 // mov v25.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d79 // mov v25.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $74, R0, R13
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9801d4 // mla v20.4s, v14.4s, v24.s[0]
+	ADD $4, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9801f5 // mla v21.4s, v15.4s, v24.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb801d4 // mla v20.4s, v14.4s, v24.s[1]
+	ADD $36, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb801f5 // mla v21.4s, v15.4s, v24.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9809d4 // mla v20.4s, v14.4s, v24.s[2]
+	ADD $68, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9809f5 // mla v21.4s, v15.4s, v24.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb809d4 // mla v20.4s, v14.4s, v24.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb809f5 // mla v21.4s, v15.4s, v24.s[3]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9901d4 // mla v20.4s, v14.4s, v25.s[0]
+	ADD $132, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9901f5 // mla v21.4s, v15.4s, v25.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb901d4 // mla v20.4s, v14.4s, v25.s[1]
+	ADD $164, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb901f5 // mla v21.4s, v15.4s, v25.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9909d4 // mla v20.4s, v14.4s, v25.s[2]
+	ADD $196, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9909f5 // mla v21.4s, v15.4s, v25.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb909d4 // mla v20.4s, v14.4s, v25.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb909f5 // mla v21.4s, v15.4s, v25.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb4be94 // addp v20.4s, v20.4s, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $110, R0
+	ADD $292, R1
+	ADD $292, R2
+	SUBS $1, R20
+	BNE gemmIQ3SNEONC2block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ3SNEONC2row
+	RET
+
+// func gemmIQ3SNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+// IQ3_S weights (ggml_vec_dot_iq3_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ3SNEONC3(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ3SNEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ3SNEONC3block:
+	MOVWU 106(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d78 // mov v24.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d78 // mov v24.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d78 // mov v24.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d78 // mov v24.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d79 // mov v25.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d79 // mov v25.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d79 // mov v25.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d79 // mov v25.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $74, R0, R13
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9801d4 // mla v20.4s, v14.4s, v24.s[0]
+	ADD $4, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9801f5 // mla v21.4s, v15.4s, v24.s[0]
+	ADD $4, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9801d6 // mla v22.4s, v14.4s, v24.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb801d4 // mla v20.4s, v14.4s, v24.s[1]
+	ADD $36, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb801f5 // mla v21.4s, v15.4s, v24.s[1]
+	ADD $36, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb801d6 // mla v22.4s, v14.4s, v24.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9809d4 // mla v20.4s, v14.4s, v24.s[2]
+	ADD $68, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9809f5 // mla v21.4s, v15.4s, v24.s[2]
+	ADD $68, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9809d6 // mla v22.4s, v14.4s, v24.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb809d4 // mla v20.4s, v14.4s, v24.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb809f5 // mla v21.4s, v15.4s, v24.s[3]
+	ADD $100, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb809d6 // mla v22.4s, v14.4s, v24.s[3]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9901d4 // mla v20.4s, v14.4s, v25.s[0]
+	ADD $132, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9901f5 // mla v21.4s, v15.4s, v25.s[0]
+	ADD $132, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9901d6 // mla v22.4s, v14.4s, v25.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb901d4 // mla v20.4s, v14.4s, v25.s[1]
+	ADD $164, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb901f5 // mla v21.4s, v15.4s, v25.s[1]
+	ADD $164, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb901d6 // mla v22.4s, v14.4s, v25.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9909d4 // mla v20.4s, v14.4s, v25.s[2]
+	ADD $196, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9909f5 // mla v21.4s, v15.4s, v25.s[2]
+	ADD $196, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9909d6 // mla v22.4s, v14.4s, v25.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb909d4 // mla v20.4s, v14.4s, v25.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb909f5 // mla v21.4s, v15.4s, v25.s[3]
+	ADD $228, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb909d6 // mla v22.4s, v14.4s, v25.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb6bed6 // addp v22.4s, v22.4s, v22.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $110, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	SUBS $1, R20
+	BNE gemmIQ3SNEONC3block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ3SNEONC3row
+	RET
+
+// func gemmIQ3SNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint32, tab *byte)
+// IQ3_S weights (ggml_vec_dot_iq3_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ3SNEONC4(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ3SNEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ3SNEONC4block:
+	MOVWU 106(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d78 // mov v24.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d78 // mov v24.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d78 // mov v24.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d78 // mov v24.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d79 // mov v25.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d79 // mov v25.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d79 // mov v25.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d79 // mov v25.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $74, R0, R13
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9801d4 // mla v20.4s, v14.4s, v24.s[0]
+	ADD $4, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9801f5 // mla v21.4s, v15.4s, v24.s[0]
+	ADD $4, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9801d6 // mla v22.4s, v14.4s, v24.s[0]
+	ADD $4, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9801f7 // mla v23.4s, v15.4s, v24.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb801d4 // mla v20.4s, v14.4s, v24.s[1]
+	ADD $36, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb801f5 // mla v21.4s, v15.4s, v24.s[1]
+	ADD $36, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb801d6 // mla v22.4s, v14.4s, v24.s[1]
+	ADD $36, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb801f7 // mla v23.4s, v15.4s, v24.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9809d4 // mla v20.4s, v14.4s, v24.s[2]
+	ADD $68, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9809f5 // mla v21.4s, v15.4s, v24.s[2]
+	ADD $68, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9809d6 // mla v22.4s, v14.4s, v24.s[2]
+	ADD $68, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9809f7 // mla v23.4s, v15.4s, v24.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb809d4 // mla v20.4s, v14.4s, v24.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb809f5 // mla v21.4s, v15.4s, v24.s[3]
+	ADD $100, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb809d6 // mla v22.4s, v14.4s, v24.s[3]
+	ADD $100, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb809f7 // mla v23.4s, v15.4s, v24.s[3]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9901d4 // mla v20.4s, v14.4s, v25.s[0]
+	ADD $132, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9901f5 // mla v21.4s, v15.4s, v25.s[0]
+	ADD $132, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9901d6 // mla v22.4s, v14.4s, v25.s[0]
+	ADD $132, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9901f7 // mla v23.4s, v15.4s, v25.s[0]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb901d4 // mla v20.4s, v14.4s, v25.s[1]
+	ADD $164, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb901f5 // mla v21.4s, v15.4s, v25.s[1]
+	ADD $164, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb901d6 // mla v22.4s, v14.4s, v25.s[1]
+	ADD $164, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb901f7 // mla v23.4s, v15.4s, v25.s[1]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9909d4 // mla v20.4s, v14.4s, v25.s[2]
+	ADD $196, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9909f5 // mla v21.4s, v15.4s, v25.s[2]
+	ADD $196, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9909d6 // mla v22.4s, v14.4s, v25.s[2]
+	ADD $196, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9909f7 // mla v23.4s, v15.4s, v25.s[2]
+	MOVD.P 8(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F6
+	UBFX $8, R5, $8, R11
+	UBFX $1, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409186 // ld1 {v6.s}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $2, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408186 // ld1 {v6.s}[2], [x12]
+	UBFX $24, R5, $8, R11
+	UBFX $3, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409186 // ld1 {v6.s}[3], [x12]
+	UBFX $32, R5, $8, R11
+	UBFX $4, R6, $1, R12
+	ORR R12<<8, R11, R11
+	FMOVS (R7)(R11<<2), F7
+	UBFX $40, R5, $8, R11
+	UBFX $5, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x0d409187 // ld1 {v7.s}[1], [x12]
+	UBFX $48, R5, $8, R11
+	UBFX $6, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d408187 // ld1 {v7.s}[2], [x12]
+	UBFX $56, R5, $8, R11
+	UBFX $7, R6, $1, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<2, R7, R12
+	WORD $0x4d409187 // ld1 {v7.s}[3], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb909d4 // mla v20.4s, v14.4s, v25.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb909f5 // mla v21.4s, v15.4s, v25.s[3]
+	ADD $228, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb909d6 // mla v22.4s, v14.4s, v25.s[3]
+	ADD $228, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8294cf // sdot v15.4s, v6.16b, v2.16b
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6fb909f7 // mla v23.4s, v15.4s, v25.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb7bed6 // addp v22.4s, v22.4s, v23.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $110, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	ADD $292, R4
+	SUBS $1, R20
+	BNE gemmIQ3SNEONC4block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3f8f // mov w15, v28.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ3SNEONC4row
+	RET
+
+// func gemmIQ2SNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+// IQ2_S weights (ggml_vec_dot_iq2_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ2SNEONC1(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ2SNEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ2SNEONC1block:
+	MOVD 74(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $36, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $40, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $44, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $52, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $56, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $60, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $34, R0, R13
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900194 // mla v20.4s, v12.4s, v16.s[0]
+	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $82, R0
+	ADD $292, R1
+	SUBS $1, R20
+	BNE gemmIQ2SNEONC1block
+	FMOVS $0.125, F1
+	WORD $0x4f81939c // fmul v28.4s, v28.4s, v1.s[0]
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ2SNEONC1row
+	RET
+
+// func gemmIQ2SNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+// IQ2_S weights (ggml_vec_dot_iq2_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ2SNEONC2(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ2SNEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ2SNEONC2block:
+	MOVD 74(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $36, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $40, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $44, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $52, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $56, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $60, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $34, R0, R13
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900194 // mla v20.4s, v12.4s, v16.s[0]
+	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	ADD $4, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	WORD $0x6fb001f5 // mla v21.4s, v15.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	ADD $36, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	WORD $0x6fb009f5 // mla v21.4s, v15.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	ADD $68, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	WORD $0x6fb101f5 // mla v21.4s, v15.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	WORD $0x6fb109f5 // mla v21.4s, v15.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	ADD $132, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9201d5 // mla v21.4s, v14.4s, v18.s[0]
+	WORD $0x6fb201f5 // mla v21.4s, v15.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	ADD $164, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9209d5 // mla v21.4s, v14.4s, v18.s[2]
+	WORD $0x6fb209f5 // mla v21.4s, v15.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	ADD $196, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9301d5 // mla v21.4s, v14.4s, v19.s[0]
+	WORD $0x6fb301f5 // mla v21.4s, v15.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9309d5 // mla v21.4s, v14.4s, v19.s[2]
+	WORD $0x6fb309f5 // mla v21.4s, v15.4s, v19.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb4be94 // addp v20.4s, v20.4s, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $82, R0
+	ADD $292, R1
+	ADD $292, R2
+	SUBS $1, R20
+	BNE gemmIQ2SNEONC2block
+	FMOVS $0.125, F1
+	WORD $0x4f81939c // fmul v28.4s, v28.4s, v1.s[0]
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ2SNEONC2row
+	RET
+
+// func gemmIQ2SNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+// IQ2_S weights (ggml_vec_dot_iq2_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ2SNEONC3(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ2SNEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ2SNEONC3block:
+	MOVD 74(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $36, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $40, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $44, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $52, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $56, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $60, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $34, R0, R13
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900194 // mla v20.4s, v12.4s, v16.s[0]
+	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	ADD $4, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	WORD $0x6fb001f5 // mla v21.4s, v15.4s, v16.s[1]
+	ADD $4, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900196 // mla v22.4s, v12.4s, v16.s[0]
+	WORD $0x6fb001b6 // mla v22.4s, v13.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	ADD $36, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	WORD $0x6fb009f5 // mla v21.4s, v15.4s, v16.s[3]
+	ADD $36, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900996 // mla v22.4s, v12.4s, v16.s[2]
+	WORD $0x6fb009b6 // mla v22.4s, v13.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	ADD $68, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	WORD $0x6fb101f5 // mla v21.4s, v15.4s, v17.s[1]
+	ADD $68, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910196 // mla v22.4s, v12.4s, v17.s[0]
+	WORD $0x6fb101b6 // mla v22.4s, v13.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	WORD $0x6fb109f5 // mla v21.4s, v15.4s, v17.s[3]
+	ADD $100, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910996 // mla v22.4s, v12.4s, v17.s[2]
+	WORD $0x6fb109b6 // mla v22.4s, v13.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	ADD $132, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9201d5 // mla v21.4s, v14.4s, v18.s[0]
+	WORD $0x6fb201f5 // mla v21.4s, v15.4s, v18.s[1]
+	ADD $132, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920196 // mla v22.4s, v12.4s, v18.s[0]
+	WORD $0x6fb201b6 // mla v22.4s, v13.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	ADD $164, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9209d5 // mla v21.4s, v14.4s, v18.s[2]
+	WORD $0x6fb209f5 // mla v21.4s, v15.4s, v18.s[3]
+	ADD $164, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920996 // mla v22.4s, v12.4s, v18.s[2]
+	WORD $0x6fb209b6 // mla v22.4s, v13.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	ADD $196, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9301d5 // mla v21.4s, v14.4s, v19.s[0]
+	WORD $0x6fb301f5 // mla v21.4s, v15.4s, v19.s[1]
+	ADD $196, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930196 // mla v22.4s, v12.4s, v19.s[0]
+	WORD $0x6fb301b6 // mla v22.4s, v13.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9309d5 // mla v21.4s, v14.4s, v19.s[2]
+	WORD $0x6fb309f5 // mla v21.4s, v15.4s, v19.s[3]
+	ADD $228, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930996 // mla v22.4s, v12.4s, v19.s[2]
+	WORD $0x6fb309b6 // mla v22.4s, v13.4s, v19.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb6bed6 // addp v22.4s, v22.4s, v22.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $82, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	SUBS $1, R20
+	BNE gemmIQ2SNEONC3block
+	FMOVS $0.125, F1
+	WORD $0x4f81939c // fmul v28.4s, v28.4s, v1.s[0]
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ2SNEONC3row
+	RET
+
+// func gemmIQ2SNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64, tab *byte)
+// IQ2_S weights (ggml_vec_dot_iq2_s_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmIQ2SNEONC4(SB), NOSPLIT, $0-80
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+	MOVD tab+72(FP), R9
+	VLD1 (R9), [V26.B16, V27.B16]
+	ADD $32, R9, R12
+	VLD1 (R12), [V29.B16]
+gemmIQ2SNEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmIQ2SNEONC4block:
+	MOVD 74(R0), R6
+	UBFX $0, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $4, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $8, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $12, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $20, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $24, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $28, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $36, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $40, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $44, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $52, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $56, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $60, R6, $4, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	ADD $2, R0, R8
+	ADD $66, R0, R10
+	ADD $34, R0, R13
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900194 // mla v20.4s, v12.4s, v16.s[0]
+	WORD $0x6fb001b4 // mla v20.4s, v13.4s, v16.s[1]
+	ADD $4, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	WORD $0x6fb001f5 // mla v21.4s, v15.4s, v16.s[1]
+	ADD $4, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900196 // mla v22.4s, v12.4s, v16.s[0]
+	WORD $0x6fb001b6 // mla v22.4s, v13.4s, v16.s[1]
+	ADD $4, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9001d7 // mla v23.4s, v14.4s, v16.s[0]
+	WORD $0x6fb001f7 // mla v23.4s, v15.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900994 // mla v20.4s, v12.4s, v16.s[2]
+	WORD $0x6fb009b4 // mla v20.4s, v13.4s, v16.s[3]
+	ADD $36, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	WORD $0x6fb009f5 // mla v21.4s, v15.4s, v16.s[3]
+	ADD $36, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f900996 // mla v22.4s, v12.4s, v16.s[2]
+	WORD $0x6fb009b6 // mla v22.4s, v13.4s, v16.s[3]
+	ADD $36, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9009d7 // mla v23.4s, v14.4s, v16.s[2]
+	WORD $0x6fb009f7 // mla v23.4s, v15.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910194 // mla v20.4s, v12.4s, v17.s[0]
+	WORD $0x6fb101b4 // mla v20.4s, v13.4s, v17.s[1]
+	ADD $68, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	WORD $0x6fb101f5 // mla v21.4s, v15.4s, v17.s[1]
+	ADD $68, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910196 // mla v22.4s, v12.4s, v17.s[0]
+	WORD $0x6fb101b6 // mla v22.4s, v13.4s, v17.s[1]
+	ADD $68, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9101d7 // mla v23.4s, v14.4s, v17.s[0]
+	WORD $0x6fb101f7 // mla v23.4s, v15.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910994 // mla v20.4s, v12.4s, v17.s[2]
+	WORD $0x6fb109b4 // mla v20.4s, v13.4s, v17.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	WORD $0x6fb109f5 // mla v21.4s, v15.4s, v17.s[3]
+	ADD $100, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f910996 // mla v22.4s, v12.4s, v17.s[2]
+	WORD $0x6fb109b6 // mla v22.4s, v13.4s, v17.s[3]
+	ADD $100, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9109d7 // mla v23.4s, v14.4s, v17.s[2]
+	WORD $0x6fb109f7 // mla v23.4s, v15.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920194 // mla v20.4s, v12.4s, v18.s[0]
+	WORD $0x6fb201b4 // mla v20.4s, v13.4s, v18.s[1]
+	ADD $132, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9201d5 // mla v21.4s, v14.4s, v18.s[0]
+	WORD $0x6fb201f5 // mla v21.4s, v15.4s, v18.s[1]
+	ADD $132, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920196 // mla v22.4s, v12.4s, v18.s[0]
+	WORD $0x6fb201b6 // mla v22.4s, v13.4s, v18.s[1]
+	ADD $132, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9201d7 // mla v23.4s, v14.4s, v18.s[0]
+	WORD $0x6fb201f7 // mla v23.4s, v15.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920994 // mla v20.4s, v12.4s, v18.s[2]
+	WORD $0x6fb209b4 // mla v20.4s, v13.4s, v18.s[3]
+	ADD $164, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9209d5 // mla v21.4s, v14.4s, v18.s[2]
+	WORD $0x6fb209f5 // mla v21.4s, v15.4s, v18.s[3]
+	ADD $164, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f920996 // mla v22.4s, v12.4s, v18.s[2]
+	WORD $0x6fb209b6 // mla v22.4s, v13.4s, v18.s[3]
+	ADD $164, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9209d7 // mla v23.4s, v14.4s, v18.s[2]
+	WORD $0x6fb209f7 // mla v23.4s, v15.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930194 // mla v20.4s, v12.4s, v19.s[0]
+	WORD $0x6fb301b4 // mla v20.4s, v13.4s, v19.s[1]
+	ADD $196, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9301d5 // mla v21.4s, v14.4s, v19.s[0]
+	WORD $0x6fb301f5 // mla v21.4s, v15.4s, v19.s[1]
+	ADD $196, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930196 // mla v22.4s, v12.4s, v19.s[0]
+	WORD $0x6fb301b6 // mla v22.4s, v13.4s, v19.s[1]
+	ADD $196, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9301d7 // mla v23.4s, v14.4s, v19.s[0]
+	WORD $0x6fb301f7 // mla v23.4s, v15.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVBU.P 1(R10), R6
+	MOVWU.P 4(R13), R14
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $2, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $4, R6, $2, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $6, R6, $2, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	WORD $0x4e041dc8 // mov v8.s[0], w14
+	WORD $0x4e1a0109 // tbl v9.16b, {v8.16b}, v26.16b
+	WORD $0x4e3d1d29 // and v9.16b, v9.16b, v29.16b
+	WORD $0x6e3d8d29 // cmeq v9.16b, v9.16b, v29.16b
+	WORD $0x6e291cc6 // eor v6.16b, v6.16b, v9.16b
+	WORD $0x6e2984c6 // sub v6.16b, v6.16b, v9.16b
+	WORD $0x4e1b010a // tbl v10.16b, {v8.16b}, v27.16b
+	WORD $0x4e3d1d4a // and v10.16b, v10.16b, v29.16b
+	WORD $0x6e3d8d4a // cmeq v10.16b, v10.16b, v29.16b
+	WORD $0x6e2a1ce7 // eor v7.16b, v7.16b, v10.16b
+	WORD $0x6e2a84e7 // sub v7.16b, v7.16b, v10.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930994 // mla v20.4s, v12.4s, v19.s[2]
+	WORD $0x6fb309b4 // mla v20.4s, v13.4s, v19.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9309d5 // mla v21.4s, v14.4s, v19.s[2]
+	WORD $0x6fb309f5 // mla v21.4s, v15.4s, v19.s[3]
+	ADD $228, R3, R16
+	VLD1 (R16), [V0.B16, V1.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e8094cc // sdot v12.4s, v6.16b, v0.16b
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e8194ed // sdot v13.4s, v7.16b, v1.16b
+	WORD $0x6f930996 // mla v22.4s, v12.4s, v19.s[2]
+	WORD $0x6fb309b6 // mla v22.4s, v13.4s, v19.s[3]
+	ADD $228, R4, R16
+	VLD1 (R16), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8394ef // sdot v15.4s, v7.16b, v3.16b
+	WORD $0x6f9309d7 // mla v23.4s, v14.4s, v19.s[2]
+	WORD $0x6fb309f7 // mla v23.4s, v15.4s, v19.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb7bed6 // addp v22.4s, v22.4s, v23.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $82, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	ADD $292, R4
+	SUBS $1, R20
+	BNE gemmIQ2SNEONC4block
+	FMOVS $0.125, F1
+	WORD $0x4f81939c // fmul v28.4s, v28.4s, v1.s[0]
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3f8f // mov w15, v28.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ2SNEONC4row
+	RET
+
+// func gemmTQ2NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ2_0 weights (ggml_vec_dot_tq2_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ2NEONC1(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e478 // movi v24.16b, #0x3
+	WORD $0x4f00e439 // movi v25.16b, #0x1
+gemmTQ2NEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ2NEONC1block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16, V3.B16]
+	WORD $0x4e381c04 // and v4.16b, v0.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c25 // and v5.16b, v1.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x6f0e0404 // ushr v4.16b, v0.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0425 // ushr v5.16b, v1.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x6f0a0404 // ushr v4.16b, v0.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0425 // ushr v5.16b, v1.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x4e381c44 // and v4.16b, v2.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c65 // and v5.16b, v3.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x6f0e0444 // ushr v4.16b, v2.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0465 // ushr v5.16b, v3.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x6f0a0444 // ushr v4.16b, v2.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0465 // ushr v5.16b, v3.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	MOVHU 64(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $66, R0
+	ADD $292, R1
+	SUBS $1, R20
+	BNE gemmTQ2NEONC1block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ2NEONC1row
+	RET
+
+// func gemmTQ2NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ2_0 weights (ggml_vec_dot_tq2_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ2NEONC2(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e478 // movi v24.16b, #0x3
+	WORD $0x4f00e439 // movi v25.16b, #0x1
+gemmTQ2NEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ2NEONC2block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16, V3.B16]
+	WORD $0x4e381c04 // and v4.16b, v0.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c25 // and v5.16b, v1.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $4, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x6f0e0404 // ushr v4.16b, v0.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0425 // ushr v5.16b, v1.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $36, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $68, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x6f0a0404 // ushr v4.16b, v0.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0425 // ushr v5.16b, v1.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $100, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x4e381c44 // and v4.16b, v2.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c65 // and v5.16b, v3.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $132, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x6f0e0444 // ushr v4.16b, v2.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0465 // ushr v5.16b, v3.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $164, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $196, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x6f0a0444 // ushr v4.16b, v2.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0465 // ushr v5.16b, v3.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $228, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb4be94 // addp v20.4s, v20.4s, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	MOVHU 64(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $66, R0
+	ADD $292, R1
+	ADD $292, R2
+	SUBS $1, R20
+	BNE gemmTQ2NEONC2block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ2NEONC2row
+	RET
+
+// func gemmTQ2NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ2_0 weights (ggml_vec_dot_tq2_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ2NEONC3(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e478 // movi v24.16b, #0x3
+	WORD $0x4f00e439 // movi v25.16b, #0x1
+gemmTQ2NEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ2NEONC3block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16, V3.B16]
+	WORD $0x4e381c04 // and v4.16b, v0.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c25 // and v5.16b, v1.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $4, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $4, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x6f0e0404 // ushr v4.16b, v0.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0425 // ushr v5.16b, v1.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $36, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $36, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $68, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $68, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x6f0a0404 // ushr v4.16b, v0.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0425 // ushr v5.16b, v1.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $100, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $100, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x4e381c44 // and v4.16b, v2.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c65 // and v5.16b, v3.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $132, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $132, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x6f0e0444 // ushr v4.16b, v2.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0465 // ushr v5.16b, v3.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $164, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $164, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $196, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $196, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x6f0a0444 // ushr v4.16b, v2.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0465 // ushr v5.16b, v3.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $228, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $228, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb6bed6 // addp v22.4s, v22.4s, v22.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	MOVHU 64(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $66, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	SUBS $1, R20
+	BNE gemmTQ2NEONC3block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ2NEONC3row
+	RET
+
+// func gemmTQ2NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ2_0 weights (ggml_vec_dot_tq2_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ2NEONC4(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e478 // movi v24.16b, #0x3
+	WORD $0x4f00e439 // movi v25.16b, #0x1
+gemmTQ2NEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ2NEONC4block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16, V3.B16]
+	WORD $0x4e381c04 // and v4.16b, v0.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c25 // and v5.16b, v1.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $4, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $4, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $4, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x6f0e0404 // ushr v4.16b, v0.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0425 // ushr v5.16b, v1.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $36, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $36, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $36, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $68, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $68, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $68, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x6f0a0404 // ushr v4.16b, v0.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0425 // ushr v5.16b, v1.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $100, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $100, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $100, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x4e381c44 // and v4.16b, v2.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x4e381c65 // and v5.16b, v3.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $132, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $132, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $132, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x6f0e0444 // ushr v4.16b, v2.16b, #2
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0e0465 // ushr v5.16b, v3.16b, #2
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $164, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $164, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $164, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $196, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $196, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $196, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x6f0a0444 // ushr v4.16b, v2.16b, #6
+	WORD $0x4e381c84 // and v4.16b, v4.16b, v24.16b
+	WORD $0x6e398484 // sub v4.16b, v4.16b, v25.16b
+	WORD $0x6f0a0465 // ushr v5.16b, v3.16b, #6
+	WORD $0x4e381ca5 // and v5.16b, v5.16b, v24.16b
+	WORD $0x6e3984a5 // sub v5.16b, v5.16b, v25.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889494 // sdot v20.4s, v4.16b, v8.16b
+	WORD $0x4e8994b4 // sdot v20.4s, v5.16b, v9.16b
+	ADD $228, R2, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9495 // sdot v21.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b5 // sdot v21.4s, v5.16b, v11.16b
+	ADD $228, R3, R16
+	VLD1 (R16), [V8.B16, V9.B16]
+	WORD $0x4e889496 // sdot v22.4s, v4.16b, v8.16b
+	WORD $0x4e8994b6 // sdot v22.4s, v5.16b, v9.16b
+	ADD $228, R4, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a9497 // sdot v23.4s, v4.16b, v10.16b
+	WORD $0x4e8b94b7 // sdot v23.4s, v5.16b, v11.16b
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb7bed6 // addp v22.4s, v22.4s, v23.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	MOVHU 64(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $66, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	ADD $292, R4
+	SUBS $1, R20
+	BNE gemmTQ2NEONC4block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3f8f // mov w15, v28.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ2NEONC4row
+	RET
+
+// func gemmTQ1NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ1_0 weights (ggml_vec_dot_tq1_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ1NEONC1(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e438 // movi v24.16b, #0x1
+	WORD $0x4f00e479 // movi v25.16b, #0x3
+	WORD $0x4f00e53a // movi v26.16b, #0x9
+	WORD $0x4f00e77b // movi v27.16b, #0x1b
+	WORD $0x4f02e63d // movi v29.16b, #0x51
+	MOVD $0x0303030301010101, R6
+	MOVD $0x1b1b1b1b09090909, R7
+	FMOVD R6, F30
+	WORD $0x4e181cfe // mov v30.d[1], x7
+gemmTQ1NEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ1NEONC1block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16]
+	MOVWU 48(R0), R5
+	WORD $0x4e040ca3 // dup v3.4s, w5
+	WORD $0x6f0f0408 // ushr v8.16b, v0.16b, #1
+	WORD $0x6e280406 // uhadd v6.16b, v0.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x6f0f0429 // ushr v9.16b, v1.16b, #1
+	WORD $0x6e290427 // uhadd v7.16b, v1.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	WORD $0x4e399c06 // mul v6.16b, v0.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e399c27 // mul v7.16b, v1.16b, v25.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	WORD $0x4e3a9c06 // mul v6.16b, v0.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3a9c27 // mul v7.16b, v1.16b, v26.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	WORD $0x4e3b9c06 // mul v6.16b, v0.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3b9c27 // mul v7.16b, v1.16b, v27.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	WORD $0x4e3d9c06 // mul v6.16b, v0.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3d9c27 // mul v7.16b, v1.16b, v29.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	WORD $0x6f0f0448 // ushr v8.16b, v2.16b, #1
+	WORD $0x6e280446 // uhadd v6.16b, v2.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e399c46 // mul v6.16b, v2.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $180, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e3a9c46 // mul v6.16b, v2.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e3b9c46 // mul v6.16b, v2.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $212, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e3d9c46 // mul v6.16b, v2.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e3e9c66 // mul v6.16b, v3.16b, v30.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $244, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	MOVHU 52(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $54, R0
+	ADD $292, R1
+	SUBS $1, R20
+	BNE gemmTQ1NEONC1block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ1NEONC1row
+	RET
+
+// func gemmTQ1NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ1_0 weights (ggml_vec_dot_tq1_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ1NEONC2(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e438 // movi v24.16b, #0x1
+	WORD $0x4f00e479 // movi v25.16b, #0x3
+	WORD $0x4f00e53a // movi v26.16b, #0x9
+	WORD $0x4f00e77b // movi v27.16b, #0x1b
+	WORD $0x4f02e63d // movi v29.16b, #0x51
+	MOVD $0x0303030301010101, R6
+	MOVD $0x1b1b1b1b09090909, R7
+	FMOVD R6, F30
+	WORD $0x4e181cfe // mov v30.d[1], x7
+gemmTQ1NEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ1NEONC2block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16]
+	MOVWU 48(R0), R5
+	WORD $0x4e040ca3 // dup v3.4s, w5
+	WORD $0x6f0f0408 // ushr v8.16b, v0.16b, #1
+	WORD $0x6e280406 // uhadd v6.16b, v0.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x6f0f0429 // ushr v9.16b, v1.16b, #1
+	WORD $0x6e290427 // uhadd v7.16b, v1.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $4, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	WORD $0x4e399c06 // mul v6.16b, v0.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e399c27 // mul v7.16b, v1.16b, v25.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $36, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	WORD $0x4e3a9c06 // mul v6.16b, v0.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3a9c27 // mul v7.16b, v1.16b, v26.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $68, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	WORD $0x4e3b9c06 // mul v6.16b, v0.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3b9c27 // mul v7.16b, v1.16b, v27.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $100, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	WORD $0x4e3d9c06 // mul v6.16b, v0.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3d9c27 // mul v7.16b, v1.16b, v29.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $132, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	WORD $0x6f0f0448 // ushr v8.16b, v2.16b, #1
+	WORD $0x6e280446 // uhadd v6.16b, v2.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $164, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	WORD $0x4e399c46 // mul v6.16b, v2.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $180, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $180, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	WORD $0x4e3a9c46 // mul v6.16b, v2.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $196, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	WORD $0x4e3b9c46 // mul v6.16b, v2.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $212, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $212, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	WORD $0x4e3d9c46 // mul v6.16b, v2.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $228, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	WORD $0x4e3e9c66 // mul v6.16b, v3.16b, v30.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $244, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $244, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb4be94 // addp v20.4s, v20.4s, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	MOVHU 52(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $54, R0
+	ADD $292, R1
+	ADD $292, R2
+	SUBS $1, R20
+	BNE gemmTQ1NEONC2block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ1NEONC2row
+	RET
+
+// func gemmTQ1NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ1_0 weights (ggml_vec_dot_tq1_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ1NEONC3(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e438 // movi v24.16b, #0x1
+	WORD $0x4f00e479 // movi v25.16b, #0x3
+	WORD $0x4f00e53a // movi v26.16b, #0x9
+	WORD $0x4f00e77b // movi v27.16b, #0x1b
+	WORD $0x4f02e63d // movi v29.16b, #0x51
+	MOVD $0x0303030301010101, R6
+	MOVD $0x1b1b1b1b09090909, R7
+	FMOVD R6, F30
+	WORD $0x4e181cfe // mov v30.d[1], x7
+gemmTQ1NEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ1NEONC3block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16]
+	MOVWU 48(R0), R5
+	WORD $0x4e040ca3 // dup v3.4s, w5
+	WORD $0x6f0f0408 // ushr v8.16b, v0.16b, #1
+	WORD $0x6e280406 // uhadd v6.16b, v0.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x6f0f0429 // ushr v9.16b, v1.16b, #1
+	WORD $0x6e290427 // uhadd v7.16b, v1.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $4, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $4, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	WORD $0x4e399c06 // mul v6.16b, v0.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e399c27 // mul v7.16b, v1.16b, v25.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $36, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $36, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	WORD $0x4e3a9c06 // mul v6.16b, v0.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3a9c27 // mul v7.16b, v1.16b, v26.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $68, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $68, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	WORD $0x4e3b9c06 // mul v6.16b, v0.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3b9c27 // mul v7.16b, v1.16b, v27.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $100, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $100, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	WORD $0x4e3d9c06 // mul v6.16b, v0.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3d9c27 // mul v7.16b, v1.16b, v29.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $132, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $132, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	WORD $0x6f0f0448 // ushr v8.16b, v2.16b, #1
+	WORD $0x6e280446 // uhadd v6.16b, v2.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $164, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $164, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e399c46 // mul v6.16b, v2.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $180, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $180, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $180, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e3a9c46 // mul v6.16b, v2.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $196, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $196, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e3b9c46 // mul v6.16b, v2.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $212, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $212, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $212, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e3d9c46 // mul v6.16b, v2.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $228, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $228, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e3e9c66 // mul v6.16b, v3.16b, v30.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $244, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $244, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $244, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb6bed6 // addp v22.4s, v22.4s, v22.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	MOVHU 52(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $54, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	SUBS $1, R20
+	BNE gemmTQ1NEONC3block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ1NEONC3row
+	RET
+
+// func gemmTQ1NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// TQ1_0 weights (ggml_vec_dot_tq1_0_q8_K's integer sums), GoDot's float order.
+TEXT ·gemmTQ1NEONC4(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e438 // movi v24.16b, #0x1
+	WORD $0x4f00e479 // movi v25.16b, #0x3
+	WORD $0x4f00e53a // movi v26.16b, #0x9
+	WORD $0x4f00e77b // movi v27.16b, #0x1b
+	WORD $0x4f02e63d // movi v29.16b, #0x51
+	MOVD $0x0303030301010101, R6
+	MOVD $0x1b1b1b1b09090909, R7
+	FMOVD R6, F30
+	WORD $0x4e181cfe // mov v30.d[1], x7
+gemmTQ1NEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+gemmTQ1NEONC4block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	VLD1 (R0), [V0.B16, V1.B16]
+	ADD $32, R0, R8
+	VLD1 (R8), [V2.B16]
+	MOVWU 48(R0), R5
+	WORD $0x4e040ca3 // dup v3.4s, w5
+	WORD $0x6f0f0408 // ushr v8.16b, v0.16b, #1
+	WORD $0x6e280406 // uhadd v6.16b, v0.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x6f0f0429 // ushr v9.16b, v1.16b, #1
+	WORD $0x6e290427 // uhadd v7.16b, v1.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $4, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $4, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	ADD $4, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d7 // sdot v23.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f7 // sdot v23.4s, v7.16b, v13.16b
+	WORD $0x4e399c06 // mul v6.16b, v0.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e399c27 // mul v7.16b, v1.16b, v25.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $36, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $36, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	ADD $36, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d7 // sdot v23.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f7 // sdot v23.4s, v7.16b, v13.16b
+	WORD $0x4e3a9c06 // mul v6.16b, v0.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3a9c27 // mul v7.16b, v1.16b, v26.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $68, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $68, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	ADD $68, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d7 // sdot v23.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f7 // sdot v23.4s, v7.16b, v13.16b
+	WORD $0x4e3b9c06 // mul v6.16b, v0.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3b9c27 // mul v7.16b, v1.16b, v27.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $100, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $100, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	ADD $100, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d7 // sdot v23.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f7 // sdot v23.4s, v7.16b, v13.16b
+	WORD $0x4e3d9c06 // mul v6.16b, v0.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	WORD $0x4e3d9c27 // mul v7.16b, v1.16b, v29.16b
+	WORD $0x6f0f04e9 // ushr v9.16b, v7.16b, #1
+	WORD $0x6e2904e7 // uhadd v7.16b, v7.16b, v9.16b
+	WORD $0x6f0a04e7 // ushr v7.16b, v7.16b, #6
+	WORD $0x6e3884e7 // sub v7.16b, v7.16b, v24.16b
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f4 // sdot v20.4s, v7.16b, v11.16b
+	ADD $132, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d5 // sdot v21.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f5 // sdot v21.4s, v7.16b, v13.16b
+	ADD $132, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	WORD $0x4e8b94f6 // sdot v22.4s, v7.16b, v11.16b
+	ADD $132, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4e8c94d7 // sdot v23.4s, v6.16b, v12.16b
+	WORD $0x4e8d94f7 // sdot v23.4s, v7.16b, v13.16b
+	WORD $0x6f0f0448 // ushr v8.16b, v2.16b, #1
+	WORD $0x6e280446 // uhadd v6.16b, v2.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $164, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $164, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	ADD $164, R4, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d7 // sdot v23.4s, v6.16b, v11.16b
+	WORD $0x4e399c46 // mul v6.16b, v2.16b, v25.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $180, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $180, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $180, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	ADD $180, R4, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d7 // sdot v23.4s, v6.16b, v11.16b
+	WORD $0x4e3a9c46 // mul v6.16b, v2.16b, v26.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $196, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $196, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	ADD $196, R4, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d7 // sdot v23.4s, v6.16b, v11.16b
+	WORD $0x4e3b9c46 // mul v6.16b, v2.16b, v27.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $212, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $212, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $212, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	ADD $212, R4, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d7 // sdot v23.4s, v6.16b, v11.16b
+	WORD $0x4e3d9c46 // mul v6.16b, v2.16b, v29.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $228, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $228, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	ADD $228, R4, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d7 // sdot v23.4s, v6.16b, v11.16b
+	WORD $0x4e3e9c66 // mul v6.16b, v3.16b, v30.16b
+	WORD $0x6f0f04c8 // ushr v8.16b, v6.16b, #1
+	WORD $0x6e2804c6 // uhadd v6.16b, v6.16b, v8.16b
+	WORD $0x6f0a04c6 // ushr v6.16b, v6.16b, #6
+	WORD $0x6e3884c6 // sub v6.16b, v6.16b, v24.16b
+	ADD $244, R1, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d4 // sdot v20.4s, v6.16b, v10.16b
+	ADD $244, R2, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d5 // sdot v21.4s, v6.16b, v11.16b
+	ADD $244, R3, R16
+	VLD1 (R16), [V10.B16]
+	WORD $0x4e8a94d6 // sdot v22.4s, v6.16b, v10.16b
+	ADD $244, R4, R16
+	VLD1 (R16), [V11.B16]
+	WORD $0x4e8b94d7 // sdot v23.4s, v6.16b, v11.16b
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb7bed6 // addp v22.4s, v22.4s, v23.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	MOVHU 52(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	ADD $54, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	ADD $292, R4
+	SUBS $1, R20
+	BNE gemmTQ1NEONC4block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3f8f // mov w15, v28.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmTQ1NEONC4row
+	RET
+
+// func gemmIQ1SNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_S weights (ggml_vec_dot_iq1_s_q8_K's integer sums), dotIQ1S's float order.
+TEXT ·gemmIQ1SNEONC1(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1SNEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1SNEONC1block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	MOVD ZR, R13
+	ADD $2, R0, R8
+	ADD $34, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d30 // mov v16.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 260(R1), R11
+	MOVH 262(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $4, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d30 // mov v16.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 264(R1), R11
+	MOVH 266(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $36, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d30 // mov v16.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 268(R1), R11
+	MOVH 270(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $68, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d30 // mov v16.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 272(R1), R11
+	MOVH 274(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $100, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d31 // mov v17.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 276(R1), R11
+	MOVH 278(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $132, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d31 // mov v17.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 280(R1), R11
+	MOVH 282(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $164, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d31 // mov v17.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 284(R1), R11
+	MOVH 286(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $196, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d31 // mov v17.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 288(R1), R11
+	MOVH 290(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $228, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e041db8 // mov v24.s[0], w13
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $50, R0
+	ADD $292, R1
+	SUBS $1, R20
+	BNE gemmIQ1SNEONC1block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1SNEONC1row
+	RET
+
+// func gemmIQ1SNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_S weights (ggml_vec_dot_iq1_s_q8_K's integer sums), dotIQ1S's float order.
+TEXT ·gemmIQ1SNEONC2(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1SNEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1SNEONC2block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	MOVD ZR, R13
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	MOVD ZR, R14
+	ADD $2, R0, R8
+	ADD $34, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d30 // mov v16.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 260(R1), R11
+	MOVH 262(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $4, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	MOVH 260(R2), R11
+	MOVH 262(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $4, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d30 // mov v16.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 264(R1), R11
+	MOVH 266(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $36, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	MOVH 264(R2), R11
+	MOVH 266(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $36, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb001d5 // mla v21.4s, v14.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d30 // mov v16.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 268(R1), R11
+	MOVH 270(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $68, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	MOVH 268(R2), R11
+	MOVH 270(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $68, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d30 // mov v16.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 272(R1), R11
+	MOVH 274(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $100, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	MOVH 272(R2), R11
+	MOVH 274(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $100, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb009d5 // mla v21.4s, v14.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d31 // mov v17.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 276(R1), R11
+	MOVH 278(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $132, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	MOVH 276(R2), R11
+	MOVH 278(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $132, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d31 // mov v17.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 280(R1), R11
+	MOVH 282(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $164, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	MOVH 280(R2), R11
+	MOVH 282(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $164, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb101d5 // mla v21.4s, v14.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d31 // mov v17.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 284(R1), R11
+	MOVH 286(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $196, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	MOVH 284(R2), R11
+	MOVH 286(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $196, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d31 // mov v17.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 288(R1), R11
+	MOVH 290(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $228, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	MOVH 288(R2), R11
+	MOVH 290(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $228, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb109d5 // mla v21.4s, v14.4s, v17.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb4be94 // addp v20.4s, v20.4s, v20.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e041db8 // mov v24.s[0], w13
+	WORD $0x4e0c1dd8 // mov v24.s[1], w14
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $50, R0
+	ADD $292, R1
+	ADD $292, R2
+	SUBS $1, R20
+	BNE gemmIQ1SNEONC2block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1SNEONC2row
+	RET
+
+// func gemmIQ1SNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_S weights (ggml_vec_dot_iq1_s_q8_K's integer sums), dotIQ1S's float order.
+TEXT ·gemmIQ1SNEONC3(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1SNEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1SNEONC3block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	MOVD ZR, R13
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	MOVD ZR, R14
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	MOVD ZR, R15
+	ADD $2, R0, R8
+	ADD $34, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d30 // mov v16.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 260(R1), R11
+	MOVH 262(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $4, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	MOVH 260(R2), R11
+	MOVH 262(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $4, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	MOVH 260(R3), R11
+	MOVH 262(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $4, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9001d6 // mla v22.4s, v14.4s, v16.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d30 // mov v16.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 264(R1), R11
+	MOVH 266(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $36, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	MOVH 264(R2), R11
+	MOVH 266(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $36, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb001d5 // mla v21.4s, v14.4s, v16.s[1]
+	MOVH 264(R3), R11
+	MOVH 266(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $36, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb001d6 // mla v22.4s, v14.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d30 // mov v16.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 268(R1), R11
+	MOVH 270(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $68, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	MOVH 268(R2), R11
+	MOVH 270(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $68, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	MOVH 268(R3), R11
+	MOVH 270(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $68, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9009d6 // mla v22.4s, v14.4s, v16.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d30 // mov v16.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 272(R1), R11
+	MOVH 274(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $100, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	MOVH 272(R2), R11
+	MOVH 274(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $100, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb009d5 // mla v21.4s, v14.4s, v16.s[3]
+	MOVH 272(R3), R11
+	MOVH 274(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $100, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb009d6 // mla v22.4s, v14.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d31 // mov v17.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 276(R1), R11
+	MOVH 278(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $132, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	MOVH 276(R2), R11
+	MOVH 278(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $132, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	MOVH 276(R3), R11
+	MOVH 278(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $132, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9101d6 // mla v22.4s, v14.4s, v17.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d31 // mov v17.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 280(R1), R11
+	MOVH 282(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $164, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	MOVH 280(R2), R11
+	MOVH 282(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $164, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb101d5 // mla v21.4s, v14.4s, v17.s[1]
+	MOVH 280(R3), R11
+	MOVH 282(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $164, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb101d6 // mla v22.4s, v14.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d31 // mov v17.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 284(R1), R11
+	MOVH 286(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $196, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	MOVH 284(R2), R11
+	MOVH 286(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $196, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	MOVH 284(R3), R11
+	MOVH 286(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $196, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9109d6 // mla v22.4s, v14.4s, v17.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d31 // mov v17.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 288(R1), R11
+	MOVH 290(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $228, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	MOVH 288(R2), R11
+	MOVH 290(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $228, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb109d5 // mla v21.4s, v14.4s, v17.s[3]
+	MOVH 288(R3), R11
+	MOVH 290(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $228, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb109d6 // mla v22.4s, v14.4s, v17.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb6bed6 // addp v22.4s, v22.4s, v22.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e041db8 // mov v24.s[0], w13
+	WORD $0x4e0c1dd8 // mov v24.s[1], w14
+	WORD $0x4e141df8 // mov v24.s[2], w15
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $50, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	SUBS $1, R20
+	BNE gemmIQ1SNEONC3block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1SNEONC3row
+	RET
+
+// func gemmIQ1SNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_S weights (ggml_vec_dot_iq1_s_q8_K's integer sums), dotIQ1S's float order.
+TEXT ·gemmIQ1SNEONC4(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1SNEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1SNEONC4block:
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	MOVD ZR, R13
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	MOVD ZR, R14
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	MOVD ZR, R15
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	MOVD ZR, R16
+	ADD $2, R0, R8
+	ADD $34, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d30 // mov v16.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 260(R1), R11
+	MOVH 262(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $4, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	MOVH 260(R2), R11
+	MOVH 262(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $4, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	MOVH 260(R3), R11
+	MOVH 262(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $4, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9001d6 // mla v22.4s, v14.4s, v16.s[0]
+	MOVH 260(R4), R11
+	MOVH 262(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $4, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9001d7 // mla v23.4s, v14.4s, v16.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d30 // mov v16.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 264(R1), R11
+	MOVH 266(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $36, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	MOVH 264(R2), R11
+	MOVH 266(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $36, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb001d5 // mla v21.4s, v14.4s, v16.s[1]
+	MOVH 264(R3), R11
+	MOVH 266(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $36, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb001d6 // mla v22.4s, v14.4s, v16.s[1]
+	MOVH 264(R4), R11
+	MOVH 266(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $36, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb001d7 // mla v23.4s, v14.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d30 // mov v16.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 268(R1), R11
+	MOVH 270(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $68, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	MOVH 268(R2), R11
+	MOVH 270(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $68, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	MOVH 268(R3), R11
+	MOVH 270(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $68, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9009d6 // mla v22.4s, v14.4s, v16.s[2]
+	MOVH 268(R4), R11
+	MOVH 270(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $68, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9009d7 // mla v23.4s, v14.4s, v16.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d30 // mov v16.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 272(R1), R11
+	MOVH 274(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $100, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	MOVH 272(R2), R11
+	MOVH 274(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $100, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb009d5 // mla v21.4s, v14.4s, v16.s[3]
+	MOVH 272(R3), R11
+	MOVH 274(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $100, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb009d6 // mla v22.4s, v14.4s, v16.s[3]
+	MOVH 272(R4), R11
+	MOVH 274(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $100, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb009d7 // mla v23.4s, v14.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e041d31 // mov v17.s[0], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 276(R1), R11
+	MOVH 278(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $132, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	MOVH 276(R2), R11
+	MOVH 278(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $132, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	MOVH 276(R3), R11
+	MOVH 278(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $132, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9101d6 // mla v22.4s, v14.4s, v17.s[0]
+	MOVH 276(R4), R11
+	MOVH 278(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $132, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9101d7 // mla v23.4s, v14.4s, v17.s[0]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e0c1d31 // mov v17.s[1], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 280(R1), R11
+	MOVH 282(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $164, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	MOVH 280(R2), R11
+	MOVH 282(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $164, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb101d5 // mla v21.4s, v14.4s, v17.s[1]
+	MOVH 280(R3), R11
+	MOVH 282(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $164, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb101d6 // mla v22.4s, v14.4s, v17.s[1]
+	MOVH 280(R4), R11
+	MOVH 282(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $164, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb101d7 // mla v23.4s, v14.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e141d31 // mov v17.s[2], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 284(R1), R11
+	MOVH 286(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $196, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	MOVH 284(R2), R11
+	MOVH 286(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $196, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	MOVH 284(R3), R11
+	MOVH 286(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $196, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6f9109d6 // mla v22.4s, v14.4s, v17.s[2]
+	MOVH 284(R4), R11
+	MOVH 286(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $196, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6f9109d7 // mla v23.4s, v14.4s, v17.s[2]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $3, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $6, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $9, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $12, R6, $3, R9
+	LSL $1, R9, R9
+	ADD $1, R9, R9
+	WORD $0x4e1c1d31 // mov v17.s[3], w9
+	LSL $48, R6, R12
+	ASR $63, R12, R12
+	MOVH 288(R1), R11
+	MOVH 290(R1), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R13, R13
+	ADD $228, R1, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	MOVH 288(R2), R11
+	MOVH 290(R2), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R14, R14
+	ADD $228, R2, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb109d5 // mla v21.4s, v14.4s, v17.s[3]
+	MOVH 288(R3), R11
+	MOVH 290(R3), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R15, R15
+	ADD $228, R3, R17
+	VLD1 (R17), [V0.B16, V1.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8094ce // sdot v14.4s, v6.16b, v0.16b
+	WORD $0x4e8194ee // sdot v14.4s, v7.16b, v1.16b
+	WORD $0x6fb109d6 // mla v22.4s, v14.4s, v17.s[3]
+	MOVH 288(R4), R11
+	MOVH 290(R4), R6
+	ADD R6, R11, R11
+	EOR R12, R11, R11
+	SUB R12, R11, R11
+	MUL R9, R11, R11
+	ADD R11, R16, R16
+	ADD $228, R4, R17
+	VLD1 (R17), [V2.B16, V3.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8294ce // sdot v14.4s, v6.16b, v2.16b
+	WORD $0x4e8394ee // sdot v14.4s, v7.16b, v3.16b
+	WORD $0x6fb109d7 // mla v23.4s, v14.4s, v17.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb7bed6 // addp v22.4s, v22.4s, v23.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e041db8 // mov v24.s[0], w13
+	WORD $0x4e0c1dd8 // mov v24.s[1], w14
+	WORD $0x4e141df8 // mov v24.s[2], w15
+	WORD $0x4e1c1e18 // mov v24.s[3], w16
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a1 // fmov s1, w5
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $50, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	ADD $292, R4
+	SUBS $1, R20
+	BNE gemmIQ1SNEONC4block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3f8f // mov w15, v28.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1SNEONC4row
+	RET
+
+// func gemmIQ1MNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_M weights (ggml_vec_dot_iq1_m_q8_K's integer sums), dotIQ1M's float order.
+TEXT ·gemmIQ1MNEONC1(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1MNEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1MNEONC1block:
+	MOVD $0x0101010101010101, R14
+	MOVD 48(R0), R15
+	UBFX $0, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $3, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $6, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $9, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $19, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $22, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $25, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $35, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $38, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $41, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $51, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $54, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $57, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e418 // movi v24.16b, #0x0
+	MOVD R0, R8
+	ADD $32, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9001f8 // mla v24.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb001f8 // mla v24.4s, v15.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9009f8 // mla v24.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb009f8 // mla v24.4s, v15.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9101f8 // mla v24.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb101f8 // mla v24.4s, v15.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9109f8 // mla v24.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb109f8 // mla v24.4s, v15.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9201d4 // mla v20.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9201f8 // mla v24.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb201d4 // mla v20.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb201f8 // mla v24.4s, v15.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9209d4 // mla v20.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9209f8 // mla v24.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb209d4 // mla v20.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb209f8 // mla v24.4s, v15.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9301d4 // mla v20.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9301f8 // mla v24.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb301d4 // mla v20.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb301f8 // mla v24.4s, v15.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9309d4 // mla v20.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9309f8 // mla v24.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb309d4 // mla v20.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb309f8 // mla v24.4s, v15.4s, v19.s[3]
+	WORD $0x4eb1ba94 // addv s20, v20.4s
+	WORD $0x4eb1bb18 // addv s24, v24.4s
+	UBFX $12, R15, $4, R6
+	UBFX $28, R15, $4, R9
+	ORR R9<<4, R6, R6
+	UBFX $44, R15, $4, R9
+	ORR R9<<8, R6, R6
+	UBFX $60, R15, $4, R9
+	ORR R9<<12, R6, R6
+	WORD $0x1e2700c1 // fmov s1, w6
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $56, R0
+	ADD $292, R1
+	SUBS $1, R20
+	BNE gemmIQ1MNEONC1block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1MNEONC1row
+	RET
+
+// func gemmIQ1MNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_M weights (ggml_vec_dot_iq1_m_q8_K's integer sums), dotIQ1M's float order.
+TEXT ·gemmIQ1MNEONC2(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1MNEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1MNEONC2block:
+	MOVD $0x0101010101010101, R14
+	MOVD 48(R0), R15
+	UBFX $0, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $3, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $6, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $9, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $19, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $22, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $25, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $35, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $38, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $41, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $51, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $54, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $57, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e418 // movi v24.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e419 // movi v25.16b, #0x0
+	MOVD R0, R8
+	ADD $32, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9001f8 // mla v24.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb001f8 // mla v24.4s, v15.4s, v16.s[1]
+	ADD $4, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9001f9 // mla v25.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb001d5 // mla v21.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb001f9 // mla v25.4s, v15.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9009f8 // mla v24.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb009f8 // mla v24.4s, v15.4s, v16.s[3]
+	ADD $36, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9009f9 // mla v25.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb009d5 // mla v21.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb009f9 // mla v25.4s, v15.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9101f8 // mla v24.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb101f8 // mla v24.4s, v15.4s, v17.s[1]
+	ADD $68, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9101f9 // mla v25.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb101d5 // mla v21.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb101f9 // mla v25.4s, v15.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9109f8 // mla v24.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb109f8 // mla v24.4s, v15.4s, v17.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9109f9 // mla v25.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb109d5 // mla v21.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb109f9 // mla v25.4s, v15.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9201d4 // mla v20.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9201f8 // mla v24.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb201d4 // mla v20.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb201f8 // mla v24.4s, v15.4s, v18.s[1]
+	ADD $132, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9201d5 // mla v21.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9201f9 // mla v25.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb201d5 // mla v21.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb201f9 // mla v25.4s, v15.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9209d4 // mla v20.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9209f8 // mla v24.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb209d4 // mla v20.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb209f8 // mla v24.4s, v15.4s, v18.s[3]
+	ADD $164, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9209d5 // mla v21.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9209f9 // mla v25.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb209d5 // mla v21.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb209f9 // mla v25.4s, v15.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9301d4 // mla v20.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9301f8 // mla v24.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb301d4 // mla v20.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb301f8 // mla v24.4s, v15.4s, v19.s[1]
+	ADD $196, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9301d5 // mla v21.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9301f9 // mla v25.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb301d5 // mla v21.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb301f9 // mla v25.4s, v15.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9309d4 // mla v20.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9309f8 // mla v24.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb309d4 // mla v20.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb309f8 // mla v24.4s, v15.4s, v19.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9309d5 // mla v21.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9309f9 // mla v25.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb309d5 // mla v21.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb309f9 // mla v25.4s, v15.4s, v19.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb4be94 // addp v20.4s, v20.4s, v20.4s
+	WORD $0x4eb9bf18 // addp v24.4s, v24.4s, v25.4s
+	WORD $0x4eb8bf18 // addp v24.4s, v24.4s, v24.4s
+	UBFX $12, R15, $4, R6
+	UBFX $28, R15, $4, R9
+	ORR R9<<4, R6, R6
+	UBFX $44, R15, $4, R9
+	ORR R9<<8, R6, R6
+	UBFX $60, R15, $4, R9
+	ORR R9<<12, R6, R6
+	WORD $0x1e2700c1 // fmov s1, w6
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $56, R0
+	ADD $292, R1
+	ADD $292, R2
+	SUBS $1, R20
+	BNE gemmIQ1MNEONC2block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1MNEONC2row
+	RET
+
+// func gemmIQ1MNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_M weights (ggml_vec_dot_iq1_m_q8_K's integer sums), dotIQ1M's float order.
+TEXT ·gemmIQ1MNEONC3(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1MNEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1MNEONC3block:
+	MOVD $0x0101010101010101, R14
+	MOVD 48(R0), R15
+	UBFX $0, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $3, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $6, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $9, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $19, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $22, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $25, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $35, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $38, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $41, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $51, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $54, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $57, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e418 // movi v24.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e419 // movi v25.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e41a // movi v26.16b, #0x0
+	MOVD R0, R8
+	ADD $32, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9001f8 // mla v24.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb001f8 // mla v24.4s, v15.4s, v16.s[1]
+	ADD $4, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9001f9 // mla v25.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb001d5 // mla v21.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb001f9 // mla v25.4s, v15.4s, v16.s[1]
+	ADD $4, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9001d6 // mla v22.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9001fa // mla v26.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb001d6 // mla v22.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb001fa // mla v26.4s, v15.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9009f8 // mla v24.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb009f8 // mla v24.4s, v15.4s, v16.s[3]
+	ADD $36, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9009f9 // mla v25.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb009d5 // mla v21.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb009f9 // mla v25.4s, v15.4s, v16.s[3]
+	ADD $36, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9009d6 // mla v22.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9009fa // mla v26.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb009d6 // mla v22.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb009fa // mla v26.4s, v15.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9101f8 // mla v24.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb101f8 // mla v24.4s, v15.4s, v17.s[1]
+	ADD $68, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9101f9 // mla v25.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb101d5 // mla v21.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb101f9 // mla v25.4s, v15.4s, v17.s[1]
+	ADD $68, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9101d6 // mla v22.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9101fa // mla v26.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb101d6 // mla v22.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb101fa // mla v26.4s, v15.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9109f8 // mla v24.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb109f8 // mla v24.4s, v15.4s, v17.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9109f9 // mla v25.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb109d5 // mla v21.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb109f9 // mla v25.4s, v15.4s, v17.s[3]
+	ADD $100, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9109d6 // mla v22.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9109fa // mla v26.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb109d6 // mla v22.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb109fa // mla v26.4s, v15.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9201d4 // mla v20.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9201f8 // mla v24.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb201d4 // mla v20.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb201f8 // mla v24.4s, v15.4s, v18.s[1]
+	ADD $132, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9201d5 // mla v21.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9201f9 // mla v25.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb201d5 // mla v21.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb201f9 // mla v25.4s, v15.4s, v18.s[1]
+	ADD $132, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9201d6 // mla v22.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9201fa // mla v26.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb201d6 // mla v22.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb201fa // mla v26.4s, v15.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9209d4 // mla v20.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9209f8 // mla v24.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb209d4 // mla v20.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb209f8 // mla v24.4s, v15.4s, v18.s[3]
+	ADD $164, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9209d5 // mla v21.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9209f9 // mla v25.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb209d5 // mla v21.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb209f9 // mla v25.4s, v15.4s, v18.s[3]
+	ADD $164, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9209d6 // mla v22.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9209fa // mla v26.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb209d6 // mla v22.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb209fa // mla v26.4s, v15.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9301d4 // mla v20.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9301f8 // mla v24.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb301d4 // mla v20.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb301f8 // mla v24.4s, v15.4s, v19.s[1]
+	ADD $196, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9301d5 // mla v21.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9301f9 // mla v25.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb301d5 // mla v21.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb301f9 // mla v25.4s, v15.4s, v19.s[1]
+	ADD $196, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9301d6 // mla v22.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9301fa // mla v26.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb301d6 // mla v22.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb301fa // mla v26.4s, v15.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9309d4 // mla v20.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9309f8 // mla v24.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb309d4 // mla v20.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb309f8 // mla v24.4s, v15.4s, v19.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9309d5 // mla v21.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9309f9 // mla v25.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb309d5 // mla v21.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb309f9 // mla v25.4s, v15.4s, v19.s[3]
+	ADD $228, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9309d6 // mla v22.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9309fa // mla v26.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb309d6 // mla v22.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb309fa // mla v26.4s, v15.4s, v19.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb6bed6 // addp v22.4s, v22.4s, v22.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4eb9bf18 // addp v24.4s, v24.4s, v25.4s
+	WORD $0x4ebabf5a // addp v26.4s, v26.4s, v26.4s
+	WORD $0x4ebabf18 // addp v24.4s, v24.4s, v26.4s
+	UBFX $12, R15, $4, R6
+	UBFX $28, R15, $4, R9
+	ORR R9<<4, R6, R6
+	UBFX $44, R15, $4, R9
+	ORR R9<<8, R6, R6
+	UBFX $60, R15, $4, R9
+	ORR R9<<12, R6, R6
+	WORD $0x1e2700c1 // fmov s1, w6
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $56, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	SUBS $1, R20
+	BNE gemmIQ1MNEONC3block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1MNEONC3row
+	RET
+
+// func gemmIQ1MNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, grid *uint64)
+// IQ1_M weights (ggml_vec_dot_iq1_m_q8_K's integer sums), dotIQ1M's float order.
+TEXT ·gemmIQ1MNEONC4(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD grid+64(FP), R7
+gemmIQ1MNEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e41c // movi v28.16b, #0x0
+	WORD $0x4f00e41d // movi v29.16b, #0x0
+gemmIQ1MNEONC4block:
+	MOVD $0x0101010101010101, R14
+	MOVD 48(R0), R15
+	UBFX $0, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d70 // mov v16.s[0], w11
+	UBFX $3, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d70 // mov v16.s[1], w11
+	UBFX $6, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d70 // mov v16.s[2], w11
+	UBFX $9, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d70 // mov v16.s[3], w11
+	UBFX $16, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d71 // mov v17.s[0], w11
+	UBFX $19, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d71 // mov v17.s[1], w11
+	UBFX $22, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d71 // mov v17.s[2], w11
+	UBFX $25, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d71 // mov v17.s[3], w11
+	UBFX $32, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d72 // mov v18.s[0], w11
+	UBFX $35, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d72 // mov v18.s[1], w11
+	UBFX $38, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d72 // mov v18.s[2], w11
+	UBFX $41, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d72 // mov v18.s[3], w11
+	UBFX $48, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e041d73 // mov v19.s[0], w11
+	UBFX $51, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e0c1d73 // mov v19.s[1], w11
+	UBFX $54, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e141d73 // mov v19.s[2], w11
+	UBFX $57, R15, $3, R11
+	LSL $1, R11, R11
+	ADD $1, R11, R11
+	WORD $0x4e1c1d73 // mov v19.s[3], w11
+	WORD $0x4f00e414 // movi v20.16b, #0x0
+	WORD $0x4f00e418 // movi v24.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+	WORD $0x4f00e419 // movi v25.16b, #0x0
+	WORD $0x4f00e416 // movi v22.16b, #0x0
+	WORD $0x4f00e41a // movi v26.16b, #0x0
+	WORD $0x4f00e417 // movi v23.16b, #0x0
+	WORD $0x4f00e41b // movi v27.16b, #0x0
+	MOVD R0, R8
+	ADD $32, R0, R10
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $4, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9001d4 // mla v20.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9001f8 // mla v24.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb001d4 // mla v20.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb001f8 // mla v24.4s, v15.4s, v16.s[1]
+	ADD $4, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9001d5 // mla v21.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9001f9 // mla v25.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb001d5 // mla v21.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb001f9 // mla v25.4s, v15.4s, v16.s[1]
+	ADD $4, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9001d6 // mla v22.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9001fa // mla v26.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb001d6 // mla v22.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb001fa // mla v26.4s, v15.4s, v16.s[1]
+	ADD $4, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9001d7 // mla v23.4s, v14.4s, v16.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9001fb // mla v27.4s, v15.4s, v16.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb001d7 // mla v23.4s, v14.4s, v16.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb001fb // mla v27.4s, v15.4s, v16.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $36, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9009d4 // mla v20.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9009f8 // mla v24.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb009d4 // mla v20.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb009f8 // mla v24.4s, v15.4s, v16.s[3]
+	ADD $36, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9009d5 // mla v21.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9009f9 // mla v25.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb009d5 // mla v21.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb009f9 // mla v25.4s, v15.4s, v16.s[3]
+	ADD $36, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9009d6 // mla v22.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9009fa // mla v26.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb009d6 // mla v22.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb009fa // mla v26.4s, v15.4s, v16.s[3]
+	ADD $36, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9009d7 // mla v23.4s, v14.4s, v16.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9009fb // mla v27.4s, v15.4s, v16.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb009d7 // mla v23.4s, v14.4s, v16.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb009fb // mla v27.4s, v15.4s, v16.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $68, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9101d4 // mla v20.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9101f8 // mla v24.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb101d4 // mla v20.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb101f8 // mla v24.4s, v15.4s, v17.s[1]
+	ADD $68, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9101d5 // mla v21.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9101f9 // mla v25.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb101d5 // mla v21.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb101f9 // mla v25.4s, v15.4s, v17.s[1]
+	ADD $68, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9101d6 // mla v22.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9101fa // mla v26.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb101d6 // mla v22.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb101fa // mla v26.4s, v15.4s, v17.s[1]
+	ADD $68, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9101d7 // mla v23.4s, v14.4s, v17.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9101fb // mla v27.4s, v15.4s, v17.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb101d7 // mla v23.4s, v14.4s, v17.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb101fb // mla v27.4s, v15.4s, v17.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $100, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9109d4 // mla v20.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9109f8 // mla v24.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb109d4 // mla v20.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb109f8 // mla v24.4s, v15.4s, v17.s[3]
+	ADD $100, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9109d5 // mla v21.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9109f9 // mla v25.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb109d5 // mla v21.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb109f9 // mla v25.4s, v15.4s, v17.s[3]
+	ADD $100, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9109d6 // mla v22.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9109fa // mla v26.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb109d6 // mla v22.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb109fa // mla v26.4s, v15.4s, v17.s[3]
+	ADD $100, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9109d7 // mla v23.4s, v14.4s, v17.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9109fb // mla v27.4s, v15.4s, v17.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb109d7 // mla v23.4s, v14.4s, v17.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb109fb // mla v27.4s, v15.4s, v17.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $132, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9201d4 // mla v20.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9201f8 // mla v24.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb201d4 // mla v20.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb201f8 // mla v24.4s, v15.4s, v18.s[1]
+	ADD $132, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9201d5 // mla v21.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9201f9 // mla v25.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb201d5 // mla v21.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb201f9 // mla v25.4s, v15.4s, v18.s[1]
+	ADD $132, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9201d6 // mla v22.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9201fa // mla v26.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb201d6 // mla v22.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb201fa // mla v26.4s, v15.4s, v18.s[1]
+	ADD $132, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9201d7 // mla v23.4s, v14.4s, v18.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9201fb // mla v27.4s, v15.4s, v18.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb201d7 // mla v23.4s, v14.4s, v18.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb201fb // mla v27.4s, v15.4s, v18.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $164, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9209d4 // mla v20.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9209f8 // mla v24.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb209d4 // mla v20.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb209f8 // mla v24.4s, v15.4s, v18.s[3]
+	ADD $164, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9209d5 // mla v21.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9209f9 // mla v25.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb209d5 // mla v21.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb209f9 // mla v25.4s, v15.4s, v18.s[3]
+	ADD $164, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9209d6 // mla v22.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9209fa // mla v26.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb209d6 // mla v22.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb209fa // mla v26.4s, v15.4s, v18.s[3]
+	ADD $164, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9209d7 // mla v23.4s, v14.4s, v18.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9209fb // mla v27.4s, v15.4s, v18.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb209d7 // mla v23.4s, v14.4s, v18.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb209fb // mla v27.4s, v15.4s, v18.s[3]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $196, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9301d4 // mla v20.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9301f8 // mla v24.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb301d4 // mla v20.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb301f8 // mla v24.4s, v15.4s, v19.s[1]
+	ADD $196, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9301d5 // mla v21.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9301f9 // mla v25.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb301d5 // mla v21.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb301f9 // mla v25.4s, v15.4s, v19.s[1]
+	ADD $196, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9301d6 // mla v22.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9301fa // mla v26.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb301d6 // mla v22.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb301fa // mla v26.4s, v15.4s, v19.s[1]
+	ADD $196, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9301d7 // mla v23.4s, v14.4s, v19.s[0]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9301fb // mla v27.4s, v15.4s, v19.s[0]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb301d7 // mla v23.4s, v14.4s, v19.s[1]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb301fb // mla v27.4s, v15.4s, v19.s[1]
+	MOVWU.P 4(R8), R5
+	MOVHU.P 2(R10), R6
+	UBFX $0, R5, $8, R11
+	UBFX $0, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F6
+	UBFX $8, R5, $8, R11
+	UBFX $4, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408586 // ld1 {v6.d}[1], [x12]
+	UBFX $16, R5, $8, R11
+	UBFX $8, R6, $3, R12
+	ORR R12<<8, R11, R11
+	FMOVD (R7)(R11<<3), F7
+	UBFX $24, R5, $8, R11
+	UBFX $12, R6, $3, R12
+	ORR R12<<8, R11, R11
+	ADD R11<<3, R7, R12
+	WORD $0x4d408587 // ld1 {v7.d}[1], [x12]
+	UBFX $3, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F8
+	UBFX $7, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d88 // mov v8.d[1], x12
+	UBFX $11, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	FMOVD R12, F9
+	UBFX $15, R6, $1, R12
+	NEG R12, R12
+	ORR R14, R12, R12
+	WORD $0x4e181d89 // mov v9.d[1], x12
+	ADD $228, R1, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9309d4 // mla v20.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9309f8 // mla v24.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb309d4 // mla v20.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb309f8 // mla v24.4s, v15.4s, v19.s[3]
+	ADD $228, R2, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9309d5 // mla v21.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9309f9 // mla v25.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb309d5 // mla v21.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb309f9 // mla v25.4s, v15.4s, v19.s[3]
+	ADD $228, R3, R16
+	VLD1 (R16), [V10.B16, V11.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8a94ce // sdot v14.4s, v6.16b, v10.16b
+	WORD $0x6f9309d6 // mla v22.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a950f // sdot v15.4s, v8.16b, v10.16b
+	WORD $0x6f9309fa // mla v26.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8b94ee // sdot v14.4s, v7.16b, v11.16b
+	WORD $0x6fb309d6 // mla v22.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8b952f // sdot v15.4s, v9.16b, v11.16b
+	WORD $0x6fb309fa // mla v26.4s, v15.4s, v19.s[3]
+	ADD $228, R4, R16
+	VLD1 (R16), [V12.B16, V13.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8c94ce // sdot v14.4s, v6.16b, v12.16b
+	WORD $0x6f9309d7 // mla v23.4s, v14.4s, v19.s[2]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8c950f // sdot v15.4s, v8.16b, v12.16b
+	WORD $0x6f9309fb // mla v27.4s, v15.4s, v19.s[2]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e8d94ee // sdot v14.4s, v7.16b, v13.16b
+	WORD $0x6fb309d7 // mla v23.4s, v14.4s, v19.s[3]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8d952f // sdot v15.4s, v9.16b, v13.16b
+	WORD $0x6fb309fb // mla v27.4s, v15.4s, v19.s[3]
+	WORD $0x4eb5be94 // addp v20.4s, v20.4s, v21.4s
+	WORD $0x4eb7bed6 // addp v22.4s, v22.4s, v23.4s
+	WORD $0x4eb6be94 // addp v20.4s, v20.4s, v22.4s
+	WORD $0x4eb9bf18 // addp v24.4s, v24.4s, v25.4s
+	WORD $0x4ebbbf5a // addp v26.4s, v26.4s, v27.4s
+	WORD $0x4ebabf18 // addp v24.4s, v24.4s, v26.4s
+	UBFX $12, R15, $4, R6
+	UBFX $28, R15, $4, R9
+	ORR R9<<4, R6, R6
+	UBFX $44, R15, $4, R9
+	ORR R9<<8, R6, R6
+	UBFX $60, R15, $4, R9
+	ORR R9<<12, R6, R6
+	WORD $0x1e2700c1 // fmov s1, w6
+	WORD $0x1ee24021 // fcvt s1, h1
+	WORD $0x0d408020 // ld1 {v0.s}[0], [x1]
+	WORD $0x0d409040 // ld1 {v0.s}[1], [x2]
+	WORD $0x4d408060 // ld1 {v0.s}[2], [x3]
+	WORD $0x4d409080 // ld1 {v0.s}[3], [x4]
+	WORD $0x4f819000 // fmul v0.4s, v0.4s, v1.s[0]
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x6e34dc14 // fmul v20.4s, v0.4s, v20.4s
+	WORD $0x4e34d79c // fadd v28.4s, v28.4s, v20.4s
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x6e38dc18 // fmul v24.4s, v0.4s, v24.4s
+	WORD $0x4e38d7bd // fadd v29.4s, v29.4s, v24.4s
+	ADD $56, R0
+	ADD $292, R1
+	ADD $292, R2
+	ADD $292, R3
+	ADD $292, R4
+	SUBS $1, R20
+	BNE gemmIQ1MNEONC4block
+	FMOVS $0.125, F1
+	WORD $0x4f8193bd // fmul v29.4s, v29.4s, v1.s[0]
+	WORD $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043f8f // mov w15, v28.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3f8f // mov w15, v28.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143f8f // mov w15, v28.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3f8f // mov w15, v28.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ1MNEONC4row
+	RET
+
+// func gemmIQ4NLNEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// IQ4_NL weights (ggml_vec_dot_iq4_nl_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmIQ4NLNEONC1(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmIQ4NLNEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmIQ4NLNEONC1block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $2, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eb1b98c // addv s12, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $18, R0
+	ADD $34, R1
+	SUBS $1, R20
+	BNE gemmIQ4NLNEONC1block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ4NLNEONC1row
+	RET
+
+// func gemmIQ4NLNEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// IQ4_NL weights (ggml_vec_dot_iq4_nl_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmIQ4NLNEONC2(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmIQ4NLNEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmIQ4NLNEONC2block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $2, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $18, R0
+	ADD $34, R1
+	ADD $34, R2
+	SUBS $1, R20
+	BNE gemmIQ4NLNEONC2block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ4NLNEONC2row
+	RET
+
+// func gemmIQ4NLNEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// IQ4_NL weights (ggml_vec_dot_iq4_nl_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmIQ4NLNEONC3(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmIQ4NLNEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmIQ4NLNEONC3block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $2, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	ADD $2, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eaebdce // addp v14.4s, v14.4s, v14.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $18, R0
+	ADD $34, R1
+	ADD $34, R2
+	ADD $34, R3
+	SUBS $1, R20
+	BNE gemmIQ4NLNEONC3block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ4NLNEONC3row
+	RET
+
+// func gemmIQ4NLNEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// IQ4_NL weights (ggml_vec_dot_iq4_nl_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmIQ4NLNEONC4(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmIQ4NLNEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmIQ4NLNEONC4block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $2, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	ADD $2, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	MOVHU (R4), R6
+	WORD $0x4e0e1cc2 // mov v2.h[3], w6
+	ADD $2, R4, R8
+	VLD1 (R8), [V10.B16, V11.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a940f // sdot v15.4s, v0.16b, v10.16b
+	WORD $0x4e8b942f // sdot v15.4s, v1.16b, v11.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $18, R0
+	ADD $34, R1
+	ADD $34, R2
+	ADD $34, R3
+	ADD $34, R4
+	SUBS $1, R20
+	BNE gemmIQ4NLNEONC4block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3e0f // mov w15, v16.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmIQ4NLNEONC4row
+	RET
+
+// func gemmMXFP4NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// MXFP4 weights (ggml_vec_dot_mxfp4_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmMXFP4NEONC1(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	MOVD $0x200000, R9
+gemmMXFP4NEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmMXFP4NEONC1block:
+	MOVBU (R0), R5
+	SUB $1, R5, R10
+	LSL $23, R10, R10
+	LSL R5, R9, R11
+	CMP $2, R5
+	CSEL LT, R11, R10, R10
+	WORD $0x1e270143 // fmov s3, w10
+	ADD $1, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eb1b98c // addv s12, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $17, R0
+	ADD $34, R1
+	SUBS $1, R20
+	BNE gemmMXFP4NEONC1block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmMXFP4NEONC1row
+	RET
+
+// func gemmMXFP4NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// MXFP4 weights (ggml_vec_dot_mxfp4_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmMXFP4NEONC2(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	MOVD $0x200000, R9
+gemmMXFP4NEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmMXFP4NEONC2block:
+	MOVBU (R0), R5
+	SUB $1, R5, R10
+	LSL $23, R10, R10
+	LSL R5, R9, R11
+	CMP $2, R5
+	CSEL LT, R11, R10, R10
+	WORD $0x1e270143 // fmov s3, w10
+	ADD $1, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $17, R0
+	ADD $34, R1
+	ADD $34, R2
+	SUBS $1, R20
+	BNE gemmMXFP4NEONC2block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmMXFP4NEONC2row
+	RET
+
+// func gemmMXFP4NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// MXFP4 weights (ggml_vec_dot_mxfp4_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmMXFP4NEONC3(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	MOVD $0x200000, R9
+gemmMXFP4NEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmMXFP4NEONC3block:
+	MOVBU (R0), R5
+	SUB $1, R5, R10
+	LSL $23, R10, R10
+	LSL R5, R9, R11
+	CMP $2, R5
+	CSEL LT, R11, R10, R10
+	WORD $0x1e270143 // fmov s3, w10
+	ADD $1, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	ADD $2, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eaebdce // addp v14.4s, v14.4s, v14.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $17, R0
+	ADD $34, R1
+	ADD $34, R2
+	ADD $34, R3
+	SUBS $1, R20
+	BNE gemmMXFP4NEONC3block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmMXFP4NEONC3row
+	RET
+
+// func gemmMXFP4NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, values *int8)
+// MXFP4 weights (ggml_vec_dot_mxfp4_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmMXFP4NEONC4(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD values+64(FP), R7
+	VLD1 (R7), [V31.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	MOVD $0x200000, R9
+gemmMXFP4NEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmMXFP4NEONC4block:
+	MOVBU (R0), R5
+	SUB $1, R5, R10
+	LSL $23, R10, R10
+	LSL R5, R9, R11
+	CMP $2, R5
+	CSEL LT, R11, R10, R10
+	WORD $0x1e270143 // fmov s3, w10
+	ADD $1, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	WORD $0x4e0003e0 // tbl v0.16b, {v31.16b}, v0.16b
+	WORD $0x4e0103e1 // tbl v1.16b, {v31.16b}, v1.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	ADD $2, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	MOVHU (R4), R6
+	WORD $0x4e0e1cc2 // mov v2.h[3], w6
+	ADD $2, R4, R8
+	VLD1 (R8), [V10.B16, V11.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a940f // sdot v15.4s, v0.16b, v10.16b
+	WORD $0x4e8b942f // sdot v15.4s, v1.16b, v11.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $17, R0
+	ADD $34, R1
+	ADD $34, R2
+	ADD $34, R3
+	ADD $34, R4
+	SUBS $1, R20
+	BNE gemmMXFP4NEONC4block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3e0f // mov w15, v16.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmMXFP4NEONC4row
+	RET
+
+// func gemmQ5_0NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_0 weights (ggml_vec_dot_q5_0_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmQ5_0NEONC1(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_0NEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmQ5_0NEONC1block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $6, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 2(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	WORD $0x6e3b8400 // sub v0.16b, v0.16b, v27.16b
+	WORD $0x6e3b8421 // sub v1.16b, v1.16b, v27.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eb1b98c // addv s12, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $22, R0
+	ADD $34, R1
+	SUBS $1, R20
+	BNE gemmQ5_0NEONC1block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_0NEONC1row
+	RET
+
+// func gemmQ5_0NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_0 weights (ggml_vec_dot_q5_0_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmQ5_0NEONC2(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_0NEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmQ5_0NEONC2block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $6, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 2(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	WORD $0x6e3b8400 // sub v0.16b, v0.16b, v27.16b
+	WORD $0x6e3b8421 // sub v1.16b, v1.16b, v27.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $22, R0
+	ADD $34, R1
+	ADD $34, R2
+	SUBS $1, R20
+	BNE gemmQ5_0NEONC2block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_0NEONC2row
+	RET
+
+// func gemmQ5_0NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_0 weights (ggml_vec_dot_q5_0_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmQ5_0NEONC3(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_0NEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmQ5_0NEONC3block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $6, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 2(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	WORD $0x6e3b8400 // sub v0.16b, v0.16b, v27.16b
+	WORD $0x6e3b8421 // sub v1.16b, v1.16b, v27.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	ADD $2, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eaebdce // addp v14.4s, v14.4s, v14.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $22, R0
+	ADD $34, R1
+	ADD $34, R2
+	ADD $34, R3
+	SUBS $1, R20
+	BNE gemmQ5_0NEONC3block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_0NEONC3row
+	RET
+
+// func gemmQ5_0NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_0 weights (ggml_vec_dot_q5_0_q8_0's integer sums), GoDot's float order.
+TEXT ·gemmQ5_0NEONC4(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_0NEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+gemmQ5_0NEONC4block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700a3 // fmov s3, w5
+	WORD $0x1ee24063 // fcvt s3, h3
+	ADD $6, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 2(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	WORD $0x6e3b8400 // sub v0.16b, v0.16b, v27.16b
+	WORD $0x6e3b8421 // sub v1.16b, v1.16b, v27.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	ADD $2, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	ADD $2, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	ADD $2, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	MOVHU (R4), R6
+	WORD $0x4e0e1cc2 // mov v2.h[3], w6
+	ADD $2, R4, R8
+	VLD1 (R8), [V10.B16, V11.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a940f // sdot v15.4s, v0.16b, v10.16b
+	WORD $0x4e8b942f // sdot v15.4s, v1.16b, v11.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f839042 // fmul v2.4s, v2.4s, v3.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	ADD $22, R0
+	ADD $34, R1
+	ADD $34, R2
+	ADD $34, R3
+	ADD $34, R4
+	SUBS $1, R20
+	BNE gemmQ5_0NEONC4block
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3e0f // mov w15, v16.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_0NEONC4row
+	RET
+
+// func gemmQ4_1NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// Q4_1 weights (ggml_vec_dot_q4_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ4_1NEONC1(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmQ4_1NEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ4_1NEONC1block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $4, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eb1b98c // addv s12, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $20, R0
+	ADD $36, R1
+	SUBS $1, R20
+	BNE gemmQ4_1NEONC1block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ4_1NEONC1row
+	RET
+
+// func gemmQ4_1NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// Q4_1 weights (ggml_vec_dot_q4_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ4_1NEONC2(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmQ4_1NEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ4_1NEONC2block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $4, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	MOVHU 2(R2), R6
+	WORD $0x4e061cc3 // mov v3.h[1], w6
+	ADD $4, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $20, R0
+	ADD $36, R1
+	ADD $36, R2
+	SUBS $1, R20
+	BNE gemmQ4_1NEONC2block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ4_1NEONC2row
+	RET
+
+// func gemmQ4_1NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// Q4_1 weights (ggml_vec_dot_q4_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ4_1NEONC3(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmQ4_1NEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ4_1NEONC3block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $4, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	MOVHU 2(R2), R6
+	WORD $0x4e061cc3 // mov v3.h[1], w6
+	ADD $4, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	MOVHU 2(R3), R6
+	WORD $0x4e0a1cc3 // mov v3.h[2], w6
+	ADD $4, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eaebdce // addp v14.4s, v14.4s, v14.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $20, R0
+	ADD $36, R1
+	ADD $36, R2
+	ADD $36, R3
+	SUBS $1, R20
+	BNE gemmQ4_1NEONC3block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ4_1NEONC3row
+	RET
+
+// func gemmQ4_1NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int)
+// Q4_1 weights (ggml_vec_dot_q4_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ4_1NEONC4(SB), NOSPLIT, $0-64
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+gemmQ4_1NEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ4_1NEONC4block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $4, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	MOVHU 2(R2), R6
+	WORD $0x4e061cc3 // mov v3.h[1], w6
+	ADD $4, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	MOVHU 2(R3), R6
+	WORD $0x4e0a1cc3 // mov v3.h[2], w6
+	ADD $4, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	MOVHU (R4), R6
+	WORD $0x4e0e1cc2 // mov v2.h[3], w6
+	MOVHU 2(R4), R6
+	WORD $0x4e0e1cc3 // mov v3.h[3], w6
+	ADD $4, R4, R8
+	VLD1 (R8), [V10.B16, V11.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a940f // sdot v15.4s, v0.16b, v10.16b
+	WORD $0x4e8b942f // sdot v15.4s, v1.16b, v11.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $20, R0
+	ADD $36, R1
+	ADD $36, R2
+	ADD $36, R3
+	ADD $36, R4
+	SUBS $1, R20
+	BNE gemmQ4_1NEONC4block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3e0f // mov w15, v16.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ4_1NEONC4row
+	RET
+
+// func gemmQ5_1NEONC1(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_1 weights (ggml_vec_dot_q5_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ5_1NEONC1(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_1NEONC1row:
+	MOVD R21, R0
+	MOVD R23, R1
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ5_1NEONC1block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $8, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 4(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eb1b98c // addv s12, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $24, R0
+	ADD $36, R1
+	SUBS $1, R20
+	BNE gemmQ5_1NEONC1block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_1NEONC1row
+	RET
+
+// func gemmQ5_1NEONC2(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_1 weights (ggml_vec_dot_q5_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ5_1NEONC2(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_1NEONC2row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ5_1NEONC2block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $8, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 4(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	MOVHU 2(R2), R6
+	WORD $0x4e061cc3 // mov v3.h[1], w6
+	ADD $4, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd8c // addp v12.4s, v12.4s, v12.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $24, R0
+	ADD $36, R1
+	ADD $36, R2
+	SUBS $1, R20
+	BNE gemmQ5_1NEONC2block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_1NEONC2row
+	RET
+
+// func gemmQ5_1NEONC3(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_1 weights (ggml_vec_dot_q5_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ5_1NEONC3(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_1NEONC3row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ5_1NEONC3block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $8, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 4(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	MOVHU 2(R2), R6
+	WORD $0x4e061cc3 // mov v3.h[1], w6
+	ADD $4, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	MOVHU 2(R3), R6
+	WORD $0x4e0a1cc3 // mov v3.h[2], w6
+	ADD $4, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eaebdce // addp v14.4s, v14.4s, v14.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $24, R0
+	ADD $36, R1
+	ADD $36, R2
+	ADD $36, R3
+	SUBS $1, R20
+	BNE gemmQ5_1NEONC3block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_1NEONC3row
+	RET
+
+// func gemmQ5_1NEONC4(x *byte, xstride, rows int, y *byte, ystride, nb int, out *float32, ostride int, tab *byte)
+// Q5_1 weights (ggml_vec_dot_q5_1_q8_1's integer sums), GoDot's float order.
+TEXT ·gemmQ5_1NEONC4(SB), NOSPLIT, $0-72
+	MOVD x+0(FP), R21
+	MOVD xstride+8(FP), R22
+	MOVD rows+16(FP), R19
+	MOVD y+24(FP), R23
+	MOVD ystride+32(FP), R24
+	MOVD out+48(FP), R25
+	MOVD tab+64(FP), R7
+	VLD1 (R7), [V24.B16, V25.B16, V26.B16]
+	WORD $0x4f00e5fe // movi v30.16b, #0xf
+	WORD $0x4f00e61b // movi v27.16b, #0x10
+gemmQ5_1NEONC4row:
+	MOVD R21, R0
+	MOVD R23, R1
+	ADD R24, R1, R2
+	ADD R24, R2, R3
+	ADD R24, R3, R4
+	MOVD nb+40(FP), R20
+	WORD $0x4f00e410 // movi v16.16b, #0x0
+	WORD $0x4f00e415 // movi v21.16b, #0x0
+gemmQ5_1NEONC4block:
+	MOVHU 0(R0), R5
+	WORD $0x1e2700b1 // fmov s17, w5
+	WORD $0x1ee24231 // fcvt s17, h17
+	MOVHU 2(R0), R5
+	WORD $0x1e2700b6 // fmov s22, w5
+	WORD $0x1ee242d6 // fcvt s22, h22
+	ADD $8, R0, R8
+	VLD1 (R8), [V0.B16]
+	WORD $0x6f0c0401 // ushr v1.16b, v0.16b, #4
+	WORD $0x4e3e1c00 // and v0.16b, v0.16b, v30.16b
+	MOVWU 4(R0), R10
+	WORD $0x4e041d52 // mov v18.s[0], w10
+	WORD $0x4e180253 // tbl v19.16b, {v18.16b}, v24.16b
+	WORD $0x4e3a1e73 // and v19.16b, v19.16b, v26.16b
+	WORD $0x6e3a8e73 // cmeq v19.16b, v19.16b, v26.16b
+	WORD $0x4e3b1e73 // and v19.16b, v19.16b, v27.16b
+	WORD $0x4e190254 // tbl v20.16b, {v18.16b}, v25.16b
+	WORD $0x4e3a1e94 // and v20.16b, v20.16b, v26.16b
+	WORD $0x6e3a8e94 // cmeq v20.16b, v20.16b, v26.16b
+	WORD $0x4e3b1e94 // and v20.16b, v20.16b, v27.16b
+	WORD $0x4eb31c00 // orr v0.16b, v0.16b, v19.16b
+	WORD $0x4eb41c21 // orr v1.16b, v1.16b, v20.16b
+	MOVHU (R1), R6
+	WORD $0x4e021cc2 // mov v2.h[0], w6
+	MOVHU 2(R1), R6
+	WORD $0x4e021cc3 // mov v3.h[0], w6
+	ADD $4, R1, R8
+	VLD1 (R8), [V4.B16, V5.B16]
+	WORD $0x4f00e40c // movi v12.16b, #0x0
+	WORD $0x4e84940c // sdot v12.4s, v0.16b, v4.16b
+	WORD $0x4e85942c // sdot v12.4s, v1.16b, v5.16b
+	MOVHU (R2), R6
+	WORD $0x4e061cc2 // mov v2.h[1], w6
+	MOVHU 2(R2), R6
+	WORD $0x4e061cc3 // mov v3.h[1], w6
+	ADD $4, R2, R8
+	VLD1 (R8), [V6.B16, V7.B16]
+	WORD $0x4f00e40d // movi v13.16b, #0x0
+	WORD $0x4e86940d // sdot v13.4s, v0.16b, v6.16b
+	WORD $0x4e87942d // sdot v13.4s, v1.16b, v7.16b
+	MOVHU (R3), R6
+	WORD $0x4e0a1cc2 // mov v2.h[2], w6
+	MOVHU 2(R3), R6
+	WORD $0x4e0a1cc3 // mov v3.h[2], w6
+	ADD $4, R3, R8
+	VLD1 (R8), [V8.B16, V9.B16]
+	WORD $0x4f00e40e // movi v14.16b, #0x0
+	WORD $0x4e88940e // sdot v14.4s, v0.16b, v8.16b
+	WORD $0x4e89942e // sdot v14.4s, v1.16b, v9.16b
+	MOVHU (R4), R6
+	WORD $0x4e0e1cc2 // mov v2.h[3], w6
+	MOVHU 2(R4), R6
+	WORD $0x4e0e1cc3 // mov v3.h[3], w6
+	ADD $4, R4, R8
+	VLD1 (R8), [V10.B16, V11.B16]
+	WORD $0x4f00e40f // movi v15.16b, #0x0
+	WORD $0x4e8a940f // sdot v15.4s, v0.16b, v10.16b
+	WORD $0x4e8b942f // sdot v15.4s, v1.16b, v11.16b
+	WORD $0x0e217842 // fcvtl v2.4s, v2.4h
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eaebd8c // addp v12.4s, v12.4s, v14.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4f919042 // fmul v2.4s, v2.4s, v17.s[0]
+	WORD $0x6e22dd8c // fmul v12.4s, v12.4s, v2.4s
+	WORD $0x4e2cd610 // fadd v16.4s, v16.4s, v12.4s
+	WORD $0x0e217863 // fcvtl v3.4s, v3.4h
+	WORD $0x4f969063 // fmul v3.4s, v3.4s, v22.s[0]
+	WORD $0x4e23d6b5 // fadd v21.4s, v21.4s, v3.4s
+	ADD $24, R0
+	ADD $36, R1
+	ADD $36, R2
+	ADD $36, R3
+	ADD $36, R4
+	SUBS $1, R20
+	BNE gemmQ5_1NEONC4block
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVD ostride+56(FP), R17
+	LSL $2, R17
+	MOVD R25, R14
+	WORD $0x0e043e0f // mov w15, v16.s[0]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e0c3e0f // mov w15, v16.s[1]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e143e0f // mov w15, v16.s[2]
+	MOVW R15, (R14)
+	ADD R17, R14
+	WORD $0x0e1c3e0f // mov w15, v16.s[3]
+	MOVW R15, (R14)
+	ADD $4, R25
+	ADD R22, R21
+	SUBS $1, R19
+	BNE gemmQ5_1NEONC4row
+	RET

@@ -194,8 +194,8 @@ func TestNEONGemmEdges(t *testing.T) {
 
 // TestNEONGemmPartialBlocks checks row lengths that are not whole blocks:
 // below one block every output is 0; otherwise the last partial block is
-// ignored like the loop over Dot does, except for the i-quants, whose Dot
-// panics.
+// ignored like the loop over Dot does, except for the i-quants and the
+// ternary types (simdIQTypes), whose Dot panics.
 func TestNEONGemmPartialBlocks(t *testing.T) {
 	requireDotprod(t)
 	for _, typ := range neonGemmTypes() {
@@ -209,7 +209,7 @@ func TestNEONGemmPartialBlocks(t *testing.T) {
 				return a
 			})
 		for _, n := range []int{bs - 1, 2*bs + bs/2} {
-			if slices.Contains(iqTypes, typ) {
+			if slices.Contains(simdIQTypes, typ) {
 				func() {
 					defer func() {
 						if recover() == nil {
@@ -230,7 +230,7 @@ func TestNEONGemmPartialBlocks(t *testing.T) {
 			out[i] = 1
 		}
 		n := 0
-		if !slices.Contains(iqTypes, typ) {
+		if !slices.Contains(simdIQTypes, typ) {
 			n = bs - 1
 		}
 		neonGemms[typ](n, tc.w, tc.wStride, 3, tc.a, tc.aStride, 5, out, tc.outStride)

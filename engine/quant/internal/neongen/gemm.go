@@ -58,7 +58,9 @@ func generateGemm() []byte {
 func gemmSpecs() []gemmSpec {
 	return []gemmSpec{
 		gemmQ8_0(), gemmQ4_0(), gemmQ4K(), gemmQ5K(), gemmQ6K(), gemmQ2K(), gemmQ3K(),
-		gemmIQ4XS(), gemmIQ2XS(), gemmIQ2XXS(), gemmIQ3XXS(),
+		gemmIQ4XS(), gemmIQ2XS(), gemmIQ2XXS(), gemmIQ3XXS(), gemmIQ3S(), gemmIQ2S(),
+		gemmTQ2(), gemmTQ1(), gemmIQ1S(), gemmIQ1M(),
+		gemmIQ4NL(), gemmMXFP4(), gemmQ5_0(), gemmQ4_1(), gemmQ5_1(),
 	}
 }
 

@@ -47,7 +47,7 @@ func generate() []byte {
 	g.b.WriteString("//go:build !purego\n\n#include \"textflag.h\"\n")
 	for _, k := range []func(*gen){
 		q8_0, q4_0, q4K, q5K, q6K, q2K, iq4XS, iq2XS, iq2XXS, iq3XXS,
-		q3K, iq4NL, mxfp4, q5_0, q4_1, q5_1, iq3S, f32Dot, f16Dot, bf16Dot, quantQ8_0, quantQ8K,
+		q3K, iq4NL, mxfp4, q5_0, q4_1, q5_1, iq3S, iq2S, iq1S, iq1M, tq2, tq1, f32Dot, f16Dot, bf16Dot, quantQ8_0, quantQ8K,
 	} {
 		g.b.WriteString("\n")
 		k(g)

@@ -1,0 +1,173 @@
+//go:build !purego
+
+package quant
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+// gemmIQSTypes are the types with an AVX2 Gemm from gemmIQS: bit-identical
+// to GoDot per output.
+var gemmIQSTypes = []ggml.Type{ggml.IQ3_S, ggml.IQ2_S, ggml.TQ1_0, ggml.TQ2_0, ggml.IQ1_S, ggml.IQ1_M}
+
+func requireIQSGemm(t testing.TB) {
+	t.Helper()
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
+		t.Skip("no AVX2/F16C")
+	}
+}
+
+// checkGemmIQSExact runs Kernel.Gemm on tile and requires every output to
+// be GoDot's bit for bit, and no other element of out written.
+func checkGemmIQSExact(t *testing.T, typ ggml.Type, name string, tc gemmIQTile) {
+	t.Helper()
+	k := mustKernel(t, typ)
+	out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows+3)
+	const sentinel = -12345.5
+	for i := range out {
+		out[i] = sentinel
+	}
+	k.Gemm(tc.n, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, out, tc.outStride)
+	written := make([]bool, len(out))
+	bad := 0
+	for c := 0; c < tc.cols; c++ {
+		for r := 0; r < tc.rows; r++ {
+			i := c*tc.outStride + r
+			written[i] = true
+			want := k.GoDot(tc.n, tc.w[r*tc.wStride:], tc.a[c*tc.aStride:])
+			if !sameFloat32(out[i], want) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: n=%d rows=%d cols=%d: out[c=%d r=%d] = %g, GoDot %g", name, tc.n, tc.rows, tc.cols, c, r, out[i], want)
+				}
+			}
+		}
+	}
+	for i, v := range out {
+		if !written[i] && v != sentinel {
+			t.Errorf("%s: out[%d] written (%g) outside the tile", name, i, v)
+			return
+		}
+	}
+}
+
+// TestGemmIQSExact checks the IQ3_S, IQ2_S, TQ1_0, TQ2_0, IQ1_S and IQ1_M
+// tiles against GoDot bit for
+// bit: random tiles (valid blocks with QuantizeQ8K activations, random
+// bytes with quants of -128 and scales of any magnitude), edge fills and
+// fp16 scales, and n = 0.
+func TestGemmIQSExact(t *testing.T) {
+	requireIQSGemm(t)
+	shapes := [][2]int{{1, 1}, {16, 1}, {1, 4}, {3, 5}, {16, 64}, {20, 70}, {7, 3}, {2, 9}, {13, 33}, {5, 2}, {1, 70}, {4, 7}, {6, 8}, {7, 6}}
+	for _, typ := range gemmIQSTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			if k := mustKernel(t, typ); k.SIMD != "avx2" {
+				t.Fatalf("Kernel.SIMD = %q", k.SIMD)
+			}
+			rng := rand.New(rand.NewPCG(uint64(typ), 42))
+			valid := func(nb int) []byte { return randomRow(t, typ, nb*iqQK, rng, 1) }
+			quantized := func(nb int) []byte {
+				a := make([]byte, nb*iqQ8KSize)
+				QuantizeQ8K(randomFloats(rng, nb*iqQK, 1), a)
+				return a
+			}
+			bytes := func(nb int) []byte { return randomIQBytes(typ, rng, nb) }
+			fullRange := func(nb int) []byte { return randomQ8K(rng, nb) }
+			for i, s := range shapes {
+				nb := 1 + i%9
+				checkGemmIQSExact(t, typ, "Random+QuantizeQ8K", newGemmIQTile(typ, rng, nb, s[0], s[1], valid, quantized))
+				checkGemmIQSExact(t, typ, "random bytes", newGemmIQTile(typ, rng, nb, s[0], s[1], bytes, fullRange))
+			}
+			for _, fill := range []byte{0x00, 0xff, 0x55, 0xaa, 0x80, 0x7f} {
+				for _, h := range []uint16{0x7bff, 0x0001, 0xfbff, 0x3c00, 0x8000} {
+					for _, q := range []int8{-128, 127, 0, -1} {
+						w := func(nb int) []byte { return fillIQ(typ, nb, fill, h) }
+						a := func(nb int) []byte { return constQ8K(nb, q, 1e-3) }
+						checkGemmIQSExact(t, typ, fmt.Sprintf("fill %#02x fp16 %#04x q %d", fill, h, q), newGemmIQTile(typ, rng, 2, 5, 6, w, a))
+					}
+				}
+			}
+			k := mustKernel(t, typ)
+			out := []float32{1, 1, 1, 1, 1, 1, 1, 1}
+			k.Gemm(0, nil, 0, 2, nil, 0, 4, out, 2)
+			for i, v := range out {
+				if v != 0 {
+					t.Errorf("n = 0: out[%d] = %g", i, v)
+				}
+			}
+		})
+	}
+}
+
+// TestGemmIQSShort checks that the tiles panic on short operands instead
+// of reading past them.
+func TestGemmIQSShort(t *testing.T) {
+	requireIQSGemm(t)
+	for _, typ := range gemmIQSTypes {
+		k := mustKernel(t, typ)
+		const nb, rows, cols = 2, 3, 5
+		n := nb * iqQK
+		rb, ab := nb*typ.TypeSize(), nb*iqQ8KSize
+		w := fillIQ(typ, nb*rows, 1, 0x3c00)
+		a := constQ8K(nb*cols, 1, 1)
+		out := make([]float32, rows*cols)
+		for _, c := range []struct {
+			name string
+			n    int
+			w, a []byte
+			out  []float32
+		}{
+			{"short weights", n, w[:len(w)-1], a, out},
+			{"short activations", n, w, a[:len(a)-1], out},
+			{"short out", n, w, a, out[:len(out)-1]},
+			{"n not a multiple of 256", n - 1, w, a, out},
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s %s: Gemm did not panic", typ, c.name)
+					}
+				}()
+				k.Gemm(c.n, c.w, rb, rows, c.a, ab, cols, c.out, rows)
+			}()
+		}
+	}
+}
+
+// BenchmarkGemmIQS compares the loop over the AVX2 Dot with the 4-column
+// tile on 16 weight rows of 2048 values against 64 activation rows (as
+// prefill runs them); MB/s is weight bytes of one pass.
+func BenchmarkGemmIQS(b *testing.B) {
+	requireIQSGemm(b)
+	const n, rows, cols = 2048, 512, 64
+	for _, typ := range gemmIQSTypes {
+		k := mustKernel(b, typ)
+		rb := n / iqQK * typ.TypeSize()
+		rng := rand.New(rand.NewPCG(1, 2))
+		w := randomRow(b, typ, n*rows, rng, 1)
+		as := ActivationSize(ggml.Q8_K, n)
+		a := make([]byte, cols*as)
+		for c := 0; c < cols; c++ {
+			QuantizeQ8K(randomFloats(rng, n, 1), a[c*as:(c+1)*as])
+		}
+		out := make([]float32, rows*cols)
+		for _, v := range []struct {
+			name string
+			gemm func(int, []byte, int, int, []byte, int, int, []float32, int)
+		}{{"dot", k.loopGemm}, {"gemm", k.Gemm}} {
+			b.Run(fmt.Sprintf("%s/cols=%d/%s", typ, cols, v.name), func(b *testing.B) {
+				b.SetBytes(int64(rows * rb))
+				for b.Loop() {
+					for r := 0; r < rows; r += 16 {
+						v.gemm(n, w[r*rb:(r+16)*rb], rb, 16, a, as, cols, out[r:], rows)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,88 @@
+//go:build !purego
+
+package quant
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+// AVX2 dot products for IQ1_S, IQ1_M, TQ1_0 and TQ2_0 (simd_iq1tq_amd64.s),
+// and their Gemm tiles, bit-identical to the Go versions: exact integer sums per super-block and
+// the Go float steps in the same order.
+func init() {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
+		return
+	}
+	simdDots[ggml.IQ1_S] = simdKernel{name: "avx2", dot: dotIQ1SAVX2}
+	simdDots[ggml.IQ1_M] = simdKernel{name: "avx2", dot: dotIQ1MAVX2}
+	simdDots[ggml.TQ1_0] = simdKernel{name: "avx2", dot: dotTQ1AVX2}
+	simdDots[ggml.TQ2_0] = simdKernel{name: "avx2", dot: dotTQ2AVX2}
+	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, tq1Gemm4AVX2, 4, 1)}
+	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, tq2Gemm4AVX2, 4, 1)}
+	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, iq1sGemm2AVX2, 2, 1)}
+	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, iq1mGemm2AVX2, 2, 1)}
+}
+
+// Gemm tiles (see gemmIQS): one weight row against 4 (TQ) or 2 (IQ1: two
+// sums per column) activation rows.
+
+//go:noescape
+func iq1sGemm2AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
+
+//go:noescape
+func iq1mGemm2AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
+
+//go:noescape
+func tq1Gemm4AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
+
+//go:noescape
+func tq2Gemm4AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
+
+// The assembly routines take nb >= 1 whole blocks of weights at w and of
+// Q8_K activations at a.
+
+//go:noescape
+func iq1sDotAVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func iq1mDotAVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func tq1DotAVX2(w, a *byte, nb int) float32
+
+//go:noescape
+func tq2DotAVX2(w, a *byte, nb int) float32
+
+func dotIQ1SAVX2(n int, w, a []byte) float32 {
+	nb := simdIQBlocks(n, w, a, iq1SSize)
+	if nb == 0 {
+		return 0
+	}
+	return iq1sDotAVX2(&w[0], &a[0], nb)
+}
+
+func dotIQ1MAVX2(n int, w, a []byte) float32 {
+	nb := simdIQBlocks(n, w, a, iq1MSize)
+	if nb == 0 {
+		return 0
+	}
+	return iq1mDotAVX2(&w[0], &a[0], nb)
+}
+
+func dotTQ1AVX2(n int, w, a []byte) float32 {
+	nb := simdIQBlocks(n, w, a, tq1Size)
+	if nb == 0 {
+		return 0
+	}
+	return tq1DotAVX2(&w[0], &a[0], nb)
+}
+
+func dotTQ2AVX2(n int, w, a []byte) float32 {
+	nb := simdIQBlocks(n, w, a, tq2Size)
+	if nb == 0 {
+		return 0
+	}
+	return tq2DotAVX2(&w[0], &a[0], nb)
+}
