@@ -17,6 +17,7 @@ import (
 	"github.com/strata-llm/strata/api"
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/engine/routing"
+	"github.com/strata-llm/strata/internal/backendpick"
 	"github.com/strata-llm/strata/internal/dirs"
 	"github.com/strata-llm/strata/internal/logfile"
 	"github.com/strata-llm/strata/internal/runner"
@@ -44,7 +45,9 @@ type program struct {
 	runner   *runner.Runner // the model lifecycle, shared by the API and the menu bar
 	models   *models.Manager
 	api      *api.Server
-	notice   string // from loading the settings (a bad file set aside), for the settings window
+	notice   string               // from loading the settings (a bad file set aside), for the settings window
+	pick     backendpick.Decision // what runs the model and why (openProgram, then watchSettings)
+	pickFor  settings.Backend     // the choice pick was made for
 	opts     programOptions
 	addr     string // where the API listens, once it does
 }
@@ -53,6 +56,10 @@ type programOptions struct {
 	Addr         string // "" : loopback on the settings' port
 	Model        string // "" : the demo model
 	AllowNetwork bool   // permit a non-loopback Addr
+	// Platform and Selftest decide the backend (nil: this machine and the
+	// real Metal selftest); tests set them to run the emulator as the GPU.
+	Platform *backendpick.Platform
+	Selftest backendpick.Selftester
 }
 
 // openProgram creates the folders, the log file, the settings, the token,
@@ -86,7 +93,8 @@ func openProgram(env *cmdEnv, opts programOptions) (p *program, err error) {
 	if _, network, err := p.listenAddr(); err == nil && network {
 		hosts = allowedHosts()
 	}
-	p.engine = engine.New(engineOptions(cur, env.Dirs, p.log))
+	p.pick = p.resolveBackend(context.Background(), cur)
+	p.engine = engine.New(engineOptions(cur, env.Dirs, p.log, p.pick))
 	if p.models, err = openModels(env); err != nil {
 		return nil, err
 	}
@@ -113,6 +121,23 @@ func openProgram(env *cmdEnv, opts programOptions) (p *program, err error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// resolveBackend decides what runs the model for s: at the first start of
+// this app and OS version (or when the setting changes to Auto or Metal
+// and no verdict is kept) it runs the Metal selftest, falling back to the
+// CPU if it fails.
+func (p *program) resolveBackend(ctx context.Context, s settings.Settings) backendpick.Decision {
+	plat := backendpick.Current(version)
+	if p.opts.Platform != nil {
+		plat = *p.opts.Platform
+	}
+	run := p.opts.Selftest
+	if run == nil {
+		run = backendpick.MetalSelftest(false)
+	}
+	p.pickFor = s.Advanced.Backend
+	return backendpick.Resolve(ctx, filepath.Join(p.env.Dirs.Data, backendpick.FileName), s.Advanced.Backend, plat, run, p.log)
 }
 
 // setupLogging logs to stderr and to a rotating file in the logs folder.
@@ -288,11 +313,15 @@ func (p *program) watchSettings(ctx context.Context) {
 			if !ok {
 				return
 			}
-			p.engine.SetOptions(engineOptions(s, p.env.Dirs, p.log))
+			if s.Advanced.Backend != p.pickFor {
+				p.pick = p.resolveBackend(ctx, s)
+			}
+			p.engine.SetOptions(engineOptions(s, p.env.Dirs, p.log, p.pick))
 			if s.Advanced != first.Advanced || s.Memory.ExpertCacheGB != first.Memory.ExpertCacheGB ||
 				s.Memory.LearnUsage != first.Memory.LearnUsage {
-				p.log.Info("settings changed: reloading the model with the new threads, context length or expert cache",
-					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength, "expert_cache_gb", s.Memory.ExpertCacheGB)
+				p.log.Info("settings changed: reloading the model with the new threads, context length, backend or expert cache",
+					"threads", s.Advanced.Threads, "context_length", s.Advanced.ContextLength, "backend", p.pick.Backend,
+					"expert_cache_gb", s.Memory.ExpertCacheGB)
 				go func() {
 					if err := p.runner.Reload(ctx); err != nil && ctx.Err() == nil {
 						p.log.Error("reloading the model after a settings change", "err", err)
@@ -387,12 +416,17 @@ func applyHome(env *cmdEnv, home string) error {
 // where settings become engine behaviour. Threads, context length and the
 // expert cache apply when the model next loads (watchSettings reloads it);
 // cache-aware routing and speculative decoding from the next generation.
-func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger) engine.Options {
+// The backend is pick's, decided from s.Advanced.Backend by resolveBackend.
+func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger, pick backendpick.Decision) engine.Options {
 	o := engine.Options{
-		Threads:       s.Advanced.Threads,
-		ContextLength: s.Advanced.ContextLength,
-		ExpertCache:   int64(s.Memory.ExpertCacheGB * 1e9),
-		Logger:        log,
+		Backend:         pick.Backend,
+		BackendChecked:  pick.Checked,
+		BackendReason:   pick.Reason,
+		BackendFallback: pick.Fallback,
+		Threads:         s.Advanced.Threads,
+		ContextLength:   s.Advanced.ContextLength,
+		ExpertCache:     int64(s.Memory.ExpertCacheGB * 1e9),
+		Logger:          log,
 		Routing: routing.CacheRoute{
 			Enabled:      s.Routing.Enabled,
 			Lambda:       s.Routing.Strength,

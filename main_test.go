@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -113,6 +114,10 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if st.Model == nil || !st.Model.Demo || st.Last != nil {
 		t.Fatalf("status %+v: want the demo model and no generation yet (refused clients must not generate)", st)
+	}
+	// Off an Apple-silicon Mac, Auto resolves to the CPU and says why.
+	if runtime.GOOS != "darwin" && (st.Backend != "cpu" || st.BackendFallback || !strings.Contains(st.BackendReason, "needs a Mac with Apple silicon")) {
+		t.Errorf("backend %q (%q, fallback %v): want the CPU, and the reason", st.Backend, st.BackendReason, st.BackendFallback)
 	}
 	if _, err := os.Stat(filepath.Join(home, "cache", "strata-demo-qwen3moe-v1.gguf")); err != nil {
 		t.Errorf("demo model not in the cache folder: %v", err)

@@ -424,13 +424,16 @@ func toModelInfo(m *engine.ModelInfo) *protocol.ModelInfo {
 func (s *Server) status() protocol.EngineStatus {
 	st := s.run.Status()
 	ps := protocol.EngineStatus{
-		State:         string(st.State),
-		Model:         toModelInfo(st.Model),
-		Error:         st.Err,
-		MemoryBytes:   st.MemoryBytes,
-		QueueLength:   st.Waiting,
-		Idle:          st.Idle,
-		StoppedByUser: st.StoppedByUser,
+		State:           string(st.State),
+		Model:           toModelInfo(st.Model),
+		Error:           st.Err,
+		MemoryBytes:     st.MemoryBytes,
+		QueueLength:     st.Waiting,
+		Idle:            st.Idle,
+		StoppedByUser:   st.StoppedByUser,
+		Backend:         st.Backend,
+		BackendReason:   st.BackendReason,
+		BackendFallback: st.BackendFallback,
 	}
 	if !st.ExpiresAt.IsZero() {
 		t := st.ExpiresAt.UTC()

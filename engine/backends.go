@@ -9,6 +9,8 @@ import (
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/cpu"
+	"github.com/strata-llm/strata/engine/experts"
+	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/metal"
 )
 
@@ -27,6 +29,10 @@ func newBackend(ctx context.Context, opts Options, log *slog.Logger) (backend.Ba
 		if err != nil {
 			return nil, fmt.Errorf("metal backend: %w", err)
 		}
+		if opts.BackendChecked {
+			log.Info("metal backend", "device", dev.Name(), "selftest", "passed at first start of this version")
+			return metal.NewBackend(dev), nil
+		}
 		start := time.Now()
 		rs := metal.Selftest(ctx, dev, metal.SelftestOptions{Quick: true})
 		if !metal.Passed(rs) {
@@ -44,4 +50,40 @@ func newBackend(ctx context.Context, opts Options, log *slog.Logger) (backend.Ba
 	default:
 		return nil, fmt.Errorf("unknown backend %q (want one of %s)", opts.Backend, strings.Join(Backends, ", "))
 	}
+}
+
+// hostMapper is a backend that wraps large host memory (the file's memory
+// map, the expert arena) once, so that the expert slices inside it need no
+// wrap or copy of their own (the Metal backend's no-copy buffers).
+type hostMapper interface {
+	MapHost(mem []byte) (int, error)
+}
+
+// mapHost hands be the model file's mappings (f non-nil) and, when experts
+// stream, the arena they are read into.
+func mapHost(be backend.Backend, f *gguf.File, stream **experts.Stream, log *slog.Logger) error {
+	hm, ok := be.(hostMapper)
+	if !ok {
+		return nil
+	}
+	var mems [][]byte
+	if f != nil {
+		mems = f.Mappings()
+	}
+	if stream != nil && *stream != nil {
+		mems = append(mems, (*stream).Arena())
+	}
+	if len(mems) == 0 {
+		return nil
+	}
+	n := 0
+	for _, m := range mems {
+		k, err := hm.MapHost(m)
+		if err != nil {
+			return err
+		}
+		n += k
+	}
+	log.Info("backend wraps host memory", "regions", len(mems), "buffers", n)
+	return nil
 }

@@ -87,6 +87,17 @@ type Options struct {
 	OnProgress func(Progress)
 
 	record bool // BuildProfile: count every token's experts into loaded.rec
+	// BackendChecked: the program already ran the Metal selftest on this
+	// device for this app and OS version and it passed
+	// (internal/backendpick), so Load does not run the quick one again.
+	BackendChecked bool
+	// BackendReason says why Backend was chosen ("the Metal selftest
+	// passed on Apple M3 …", "this is linux/amd64, not a Mac with Apple
+	// silicon"); Status reports it.
+	BackendReason string
+	// BackendFallback: the user asked for Metal (or Auto on a Mac) and the
+	// CPU runs the model instead; Status reports it as a warning.
+	BackendFallback bool
 }
 
 // Engine owns at most one loaded model and runs one generation at a time;
@@ -308,6 +319,11 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 			be.Close()
 		}
 	}()
+	// The file's mappings are wrapped before the model binds its matrices
+	// inside them; the expert arena once the model made it.
+	if err = mapHost(be, f, nil, e.log); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
 	route := &routing.State{}
 	mopts := model.Options{Backend: be, Routing: route}
 	var hist *history
@@ -331,6 +347,10 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	}
 	m, info, err := openModel(ctx, f, mopts)
 	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	if err := mapHost(be, nil, stream, e.log); err != nil {
+		m.Close()
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	sess, err := m.NewSession(nctx)
@@ -508,12 +528,17 @@ func (e *Engine) Status() Status {
 }
 
 func (e *Engine) statusLocked() Status {
-	s := Status{State: e.state, Err: e.err, LastStats: e.last}
+	s := Status{State: e.state, Err: e.err, LastStats: e.last,
+		Backend: e.opts.Backend, BackendReason: e.opts.BackendReason, BackendFallback: e.opts.BackendFallback}
 	if e.prog != nil {
 		p := *e.prog
 		s.Progress = &p
 	}
+	if s.Backend == "" {
+		s.Backend = "cpu"
+	}
 	if e.lm != nil {
+		s.Backend = e.lm.be.Name()
 		info := e.lm.info
 		s.Model = &info
 		s.MemoryBytes = e.lm.resident + e.lm.sessBytes

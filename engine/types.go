@@ -158,4 +158,11 @@ type Status struct {
 	Err         string     `json:"error,omitempty"`
 	MemoryBytes int64      `json:"memory_bytes"` // bytes the engine holds (KV cache, buffers; mapped weights counted once resident)
 	LastStats   *Stats     `json:"last_stats,omitempty"`
+	// Backend runs the loaded model's ops ("cpu", "metal"), or will at the
+	// next Load while none is loaded.
+	Backend string `json:"backend"`
+	// BackendReason says why (Options.BackendReason).
+	BackendReason string `json:"backend_reason,omitempty"`
+	// BackendFallback: Metal was wanted and the CPU runs the model.
+	BackendFallback bool `json:"backend_fallback,omitempty"`
 }

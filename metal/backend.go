@@ -98,11 +98,20 @@ func bufferBase(buf Buffer, start uintptr) int {
 
 // stageBytes copies src into staging memory for the current command list.
 func (b *Backend) stageBytes(src []byte) BufRef {
-	n := (len(src) + 255) &^ 255
+	r := b.reserve(len(src))
+	if r.Buf != nil {
+		copy(r.Buf.Bytes()[r.Off:], src)
+	}
+	return r
+}
+
+// reserve returns n bytes of staging memory (contents undefined) for the
+// current command list.
+func (b *Backend) reserve(n int) BufRef {
+	n = (n + 255) &^ 255
 	for _, s := range b.stage {
 		if s.off+n <= len(s.buf.Bytes()) {
 			ref := BufRef{Buf: s.buf, Off: s.off}
-			copy(s.buf.Bytes()[s.off:], src)
 			s.off += n
 			return ref
 		}
@@ -112,9 +121,7 @@ func (b *Backend) stageBytes(src []byte) BufRef {
 		b.fail(err)
 		return BufRef{}
 	}
-	s := &stageBuf{buf: buf, off: n}
-	b.stage = append(b.stage, s)
-	copy(buf.Bytes(), src)
+	b.stage = append(b.stage, &stageBuf{buf: buf, off: n})
 	return BufRef{Buf: buf}
 }
 
@@ -144,6 +151,53 @@ func (b *Backend) out(x []float32) BufRef {
 	r := b.stageBytes(f32Bytes(x))
 	b.back = append(b.back, copyBack{host: f32Bytes(x), dev: r.Buf.Bytes()[r.Off : r.Off+4*len(x)]})
 	return r
+}
+
+// Host memory wrapped by MapHost is cut into buffers of at most
+// mapChunk+mapOverlap bytes starting every mapChunk bytes, so that any
+// slice of at most mapOverlap bytes lies whole inside one of them (M-series
+// GPUs cap a buffer's length, maxBufferLength, at a fraction of the RAM,
+// so a 50 GB model file cannot be one buffer). An expert slice of
+// Qwen3.8 Flash Next is a few MB; a dense tensor goes through NewMatrix.
+const (
+	mapChunk   = 1 << 30
+	mapOverlap = 256 << 20
+)
+
+// mapChunks returns the [start, end) byte ranges MapHost wraps for n bytes.
+func mapChunks(n int) [][2]int {
+	var out [][2]int
+	for s := 0; s < n; s += mapChunk {
+		out = append(out, [2]int{s, min(n, s+mapChunk+mapOverlap)})
+		if s+mapChunk+mapOverlap >= n {
+			break
+		}
+	}
+	return out
+}
+
+// MapHost wraps mem (a file's memory map, the expert arena; page-aligned,
+// not Go heap memory) in no-copy device buffers once, so that every
+// weight slice inside it is bound as one of those buffers at an offset
+// instead of being wrapped (or copied) one by one. On a device without
+// no-copy buffers (the emulator) it does nothing and slices are staged.
+// It returns how many buffers it made.
+func (b *Backend) MapHost(mem []byte) (int, error) {
+	nc, ok := b.dev.(NoCopier)
+	if !ok || len(mem) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for _, c := range mapChunks(len(mem)) {
+		part := mem[c[0]:c[1]]
+		r, err := nc.NoCopy(part)
+		if err != nil {
+			return n, fmt.Errorf("metal backend: wrap %d bytes of host memory: %w", len(part), err)
+		}
+		b.addRegion(r.Buf, part)
+		n++
+	}
+	return n, nil
 }
 
 // weights binds weight bytes: device memory, a no-copy wrap, or a copy.
@@ -193,9 +247,14 @@ func (b *Backend) NewMatrix(t ggml.Type, data []byte, rows, cols int) (*backend.
 	if cols%wt.BlockVals != 0 || cols%32 != 0 || len(data) != rows*wt.RowBytes(cols) {
 		return nil, fmt.Errorf("metal: %s matrix %d×%d: %d bytes, or columns not a multiple of 32 and %d", t, rows, cols, len(data), wt.BlockVals)
 	}
-	ref, err := Upload(b.dev, data)
-	if err != nil {
-		return nil, err
+	// Inside memory MapHost wrapped: that buffer at the offset; else a
+	// no-copy wrap of its own (or a copy on the emulator).
+	ref, ok := b.find(uintptr(unsafe.Pointer(unsafe.SliceData(data))), len(data))
+	if !ok {
+		var err error
+		if ref, err = Upload(b.dev, data); err != nil {
+			return nil, err
+		}
 	}
 	return &backend.Matrix{Type: t, Data: data, Rows: rows, Cols: cols, Impl: ref}, nil
 }
@@ -246,8 +305,15 @@ func (b *Backend) RMSNorm(out, x, w []float32, rows int, eps float32) {
 	b.cmds.Barrier()
 }
 
-// Linear implements backend.Backend.
+// Linear implements backend.Backend: a mat-mat for a batch of at least
+// MatMulMinRows rows (prefill), else one mat-vec per row.
 func (b *Backend) Linear(m *backend.Matrix, in []float32, rows int, out []float32) {
+	if rows >= MatMulMinRows {
+		MatMul{T: m.Type, Rows: m.Rows, Cols: m.Cols, NTok: rows, W: m.Impl.(BufRef), X: b.in(in[:rows*m.Cols]), XStride: m.Cols,
+			Y: b.out(out[:rows*m.Rows]), YStride: m.Rows}.Encode(&b.cmds)
+		b.cmds.Barrier()
+		return
+	}
 	MatVec{T: m.Type, Rows: m.Rows, Cols: m.Cols, N: rows, W: m.Impl.(BufRef), X: b.in(in[:rows*m.Cols]), XStride: m.Cols,
 		Y: b.out(out[:rows*m.Rows]), YStride: m.Rows}.Encode(&b.cmds)
 	b.cmds.Barrier()
@@ -279,9 +345,17 @@ func (b *Backend) StoreKV(c *backend.KVCache, il int, k, v []float32, rows, pos0
 	b.cmds.Barrier()
 }
 
-// Attention implements backend.Backend.
+// Attention implements backend.Backend: flash attention (no score rows:
+// any context, prefill without a rows×heads×context buffer) for head
+// sizes it supports, else the kernel with score rows.
 func (b *Backend) Attention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, out []float32) {
 	qd := p.Heads * p.HeadDim
+	if FlashHeadDim(p.HeadDim) {
+		FlashAttention{HeadDim: p.HeadDim, Heads: p.Heads, HeadsKV: p.HeadsKV, Rows: rows, VTrans: c.NCtx, Scale: p.Scale,
+			Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0))}.Encode(&b.cmds)
+		b.cmds.Barrier()
+		return
+	}
 	scores := b.stageBytes(make([]byte, 4*rows*p.Heads*c.NCtx))
 	Attention{HeadDim: p.HeadDim, Heads: p.Heads, HeadsKV: p.HeadsKV, NCtx: c.NCtx, Rows: rows, VTrans: c.NCtx, Scale: p.Scale,
 		Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Scores: scores, Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0))}.Encode(&b.cmds)
@@ -320,10 +394,23 @@ func (b *Backend) ExpertsFFN(in []float32, rows, embd, ff int, jobs []backend.Ex
 		p := pending{job: j, gate: scratch, up: BufRef{Buf: scratch.Buf, Off: scratch.Off + 4*n*ff},
 			hidden: BufRef{Buf: scratch.Buf, Off: scratch.Off + 8*n*ff}, down: b.weights(j.W.Down)}
 		g, u := b.weights(j.W.Gate), b.weights(j.W.Up)
-		for r, row := range j.Rows {
+		for _, row := range j.Rows {
 			if int(row) < 0 || int(row) >= rows {
 				return fmt.Errorf("metal backend: expert row %d of %d", row, rows)
 			}
+		}
+		if n >= MatMulMinRows {
+			ib := make([]byte, 4*n)
+			for r, row := range j.Rows {
+				binary.LittleEndian.PutUint32(ib[4*r:], uint32(row))
+			}
+			ids := b.stageBytes(ib)
+			MatMul{T: j.W.GateT, Rows: ff, Cols: embd, NTok: n, W: g, X: x, XStride: embd, IDs: &ids, Y: p.gate, YStride: ff}.Encode(c)
+			MatMul{T: j.W.UpT, Rows: ff, Cols: embd, NTok: n, W: u, X: x, XStride: embd, IDs: &ids, Y: p.up, YStride: ff}.Encode(c)
+			ps = append(ps, p)
+			continue
+		}
+		for r, row := range j.Rows {
 			xr := BufRef{Buf: x.Buf, Off: x.Off + 4*int(row)*embd}
 			MatVec{T: j.W.GateT, Rows: ff, Cols: embd, W: g, X: xr, Y: BufRef{Buf: p.gate.Buf, Off: p.gate.Off + 4*r*ff}}.Encode(c)
 			MatVec{T: j.W.UpT, Rows: ff, Cols: embd, W: u, X: xr, Y: BufRef{Buf: p.up.Buf, Off: p.up.Off + 4*r*ff}}.Encode(c)
@@ -337,6 +424,11 @@ func (b *Backend) ExpertsFFN(in []float32, rows, embd, ff int, jobs []backend.Ex
 	c.Barrier()
 	for _, p := range ps {
 		n := len(p.job.Rows)
+		if n >= MatMulMinRows {
+			MatMul{T: p.job.W.DownT, Rows: embd, Cols: ff, NTok: n, W: p.down, X: p.hidden, XStride: ff,
+				Y: b.out(p.job.Out[:n*embd]), YStride: embd}.Encode(c)
+			continue
+		}
 		MatVec{T: p.job.W.DownT, Rows: embd, Cols: ff, N: n, W: p.down, X: p.hidden, XStride: ff,
 			Y: b.out(p.job.Out[:n*embd]), YStride: embd}.Encode(c)
 	}
@@ -393,10 +485,15 @@ func (b *Backend) Close() error {
 	return b.dev.Close()
 }
 
-// The recurrent (gated DeltaNet) ops have no Metal kernels yet: they run on
-// the host, on the same memory, after the ops recorded before them (Sync),
-// with the CPU backend's code, so a qwen3next graph runs on this backend
-// exactly as on the CPU for those steps.
+// The recurrent (gated DeltaNet) ops run as kernels (recurrent.go); shapes
+// the kernels do not take (a DeltaNet head size that is not a multiple of
+// 32, more than MaxConvTaps taps, an empty half of a split) run on the
+// host, on the same memory, after the ops recorded before them (Sync),
+// with the CPU backend's code.
+
+// HostOps reports whether any op ran on the host (a shape the kernels do
+// not take).
+func (b *Backend) HostOps() bool { return b.host != nil }
 
 func (b *Backend) hostOps() *cpu.Backend {
 	if b.host == nil {
@@ -413,37 +510,97 @@ func (b *Backend) syncForHost() bool {
 	return true
 }
 
-// SplitHeads implements backend.Backend on the host.
+// SplitHeads implements backend.Backend.
 func (b *Backend) SplitHeads(dst0, dst1, x []float32, rows, heads, d0, d1 int) {
-	if b.syncForHost() {
-		b.hostOps().SplitHeads(dst0, dst1, x, rows, heads, d0, d1)
+	if rows*heads == 0 || d0 == 0 || d1 == 0 {
+		if b.syncForHost() {
+			b.hostOps().SplitHeads(dst0, dst1, x, rows, heads, d0, d1)
+		}
+		return
 	}
+	SplitHeads{Rows: rows, Heads: heads, D0: d0, D1: d1, X: b.in(x[:rows*heads*(d0+d1)]),
+		Dst0: b.out(dst0[:rows*heads*d0]), Dst1: b.out(dst1[:rows*heads*d1])}.Encode(&b.cmds)
+	b.cmds.Barrier()
 }
 
-// SigmoidMul implements backend.Backend on the host.
+// SigmoidMul implements backend.Backend.
 func (b *Backend) SigmoidMul(x, g []float32, rows int) {
-	if b.syncForHost() {
-		b.hostOps().SigmoidMul(x, g, rows)
+	if rows == 0 || len(x) == 0 {
+		return
 	}
+	op := SigmoidMul{N: len(x), Per: 1, X: b.out(x)}
+	if len(g) == rows {
+		op.Per, op.G = len(x)/rows, b.in(g)
+	} else {
+		op.G = b.in(g[:len(x)])
+	}
+	op.Encode(&b.cmds)
+	b.cmds.Barrier()
 }
 
-// GatedRMSNorm implements backend.Backend on the host.
+// GatedRMSNorm implements backend.Backend.
 func (b *Backend) GatedRMSNorm(x, z, w []float32, rows int, eps float32) {
-	if b.syncForHost() {
-		b.hostOps().GatedRMSNorm(x, z, w, rows, eps)
+	n := len(w)
+	if rows == 0 || n == 0 {
+		return
 	}
+	GatedRMSNorm{N: n, Groups: rows, Eps: eps, X: b.out(x[:rows*n]), Z: b.in(z[:rows*n]), W: b.in(w)}.Encode(&b.cmds)
+	b.cmds.Barrier()
 }
 
-// CausalConv implements backend.Backend on the host.
+// copySnaps copies the staged snapshots (each n floats, consecutive from
+// st) into snaps (x·1 is exact).
+func (b *Backend) copySnaps(st BufRef, snaps [][]float32, n int) {
+	for i, sn := range snaps {
+		Axpy{N: n, W: 1, Y: b.out(sn[:n]), X: BufRef{Buf: st.Buf, Off: st.Off + 4*i*n}}.Encode(&b.cmds)
+	}
+	b.cmds.Barrier()
+}
+
+// CausalConv implements backend.Backend.
 func (b *Backend) CausalConv(out, x, state, w []float32, rows, channels, taps int, snaps [][]float32) {
-	if b.syncForHost() {
-		b.hostOps().CausalConv(out, x, state, w, rows, channels, taps, snaps)
+	if taps < 2 || taps > MaxConvTaps || rows == 0 || len(snaps) > rows {
+		if b.syncForHost() {
+			b.hostOps().CausalConv(out, x, state, w, rows, channels, taps, snaps)
+		}
+		return
+	}
+	k := taps - 1
+	op := CausalConv{Rows: rows, Channels: channels, Taps: taps, NSnap: len(snaps), Out: b.out(out[:rows*channels]),
+		X: b.in(x[:rows*channels]), State: b.out(state[:channels*k]), W: b.in(w[:channels*taps])}
+	if len(snaps) > 0 {
+		op.Snaps = b.reserve(4 * len(snaps) * channels * k)
+	}
+	op.Encode(&b.cmds)
+	b.cmds.Barrier()
+	if len(snaps) > 0 {
+		b.copySnaps(op.Snaps, snaps, channels*k)
 	}
 }
 
-// GatedDeltaNet implements backend.Backend on the host.
+// GatedDeltaNet implements backend.Backend.
 func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []float32, rows int, state []float32, snaps [][]float32, out []float32) {
-	if b.syncForHost() {
-		b.hostOps().GatedDeltaNet(p, qkv, beta, alpha, rows, state, snaps, out)
+	// The kernel maps value head h to key head h/(ValueHeads/KeyHeads)
+	// (qwen3next); qwen4exp's tiled broadcast (h mod KeyHeads) runs on
+	// the host until the kernel learns it.
+	tiled := p.KeyTiled && p.KeyHeads != p.ValueHeads
+	if tiled || !DeltaNetDim(p.Dim) || rows == 0 || len(snaps) > rows || p.KeyHeads <= 0 || p.ValueHeads%p.KeyHeads != 0 {
+		if b.syncForHost() {
+			b.hostOps().GatedDeltaNet(p, qkv, beta, alpha, rows, state, snaps, out)
+		}
+		return
+	}
+	hv, d := p.ValueHeads, p.Dim
+	conv := 2*p.KeyHeads*d + hv*d
+	op := GatedDeltaNet{KeyHeads: p.KeyHeads, ValueHeads: hv, Dim: d, Rows: rows, NSnap: len(snaps), Eps: p.Eps,
+		QKV: b.in(qkv[:rows*conv]), B: b.in(beta[:rows*hv]), A: b.in(alpha[:rows*hv]), State: b.out(state[:hv*d*d]),
+		Out: b.out(out[:rows*hv*d]), DtBias: b.in(p.DtBias[:hv]), Decay: b.in(p.A[:hv])}
+	if len(snaps) > 0 {
+		op.Snaps = b.reserve(4 * len(snaps) * hv * d * d)
+	}
+	op.Encode(&b.cmds)
+	b.cmds.Barrier()
+	if len(snaps) > 0 {
+		b.copySnaps(op.Snaps, snaps, hv*d*d)
 	}
 }

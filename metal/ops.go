@@ -22,6 +22,10 @@ var weightTypes = []WeightType{
 	{ggml.Q5_K, 256, 176, "q5_K"}, {ggml.Q6_K, 256, 210, "q6_K"},
 	{ggml.IQ2_XXS, 256, 66, "iq2_xxs"}, {ggml.IQ2_XS, 256, 74, "iq2_xs"}, {ggml.IQ3_XXS, 256, 98, "iq3_xxs"},
 	{ggml.IQ4_XS, 256, 136, "iq4_xs"},
+	{ggml.Q4_1, 32, 20, "q4_1"}, {ggml.Q5_0, 32, 22, "q5_0"}, {ggml.Q5_1, 32, 24, "q5_1"},
+	{ggml.IQ4_NL, 32, 18, "iq4_nl"}, {ggml.MXFP4, 32, 17, "mxfp4"},
+	{ggml.TQ1_0, 256, 54, "tq1_0"}, {ggml.TQ2_0, 256, 66, "tq2_0"},
+	{ggml.IQ3_S, 256, 110, "iq3_s"}, {ggml.IQ2_S, 256, 82, "iq2_s"}, {ggml.IQ1_S, 256, 50, "iq1_s"}, {ggml.IQ1_M, 256, 56, "iq1_m"},
 }
 
 // WeightTypes lists the weight types the kernels support.
@@ -122,6 +126,61 @@ func (m MatVec) Encode(c *Commands) {
 		Kernel: "kernel_mv_" + wt.suffix, FC: map[int]int32{0: int32(g.NSG), 1: int32(g.NR)},
 		Grid: [3]uint32{uint32((m.Rows + rowsPerTG - 1) / rowsPerTG), uint32(n), 1}, TG: [3]uint32{uint32(SimdWidth * g.NSG), 1, 1},
 		Bufs: bufs, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 36,
+	})
+}
+
+// MatMulMinRows is the batch from which Backend uses MatMul rather than
+// one mat-vec per row. Not measured on a GPU yet (no Mac): mat-mat reads
+// each weight block once per 32 rows instead of once per row, which should
+// pay from a few rows on memory-bound weights; a Mac run should tune it
+// against llama.cpp's Metal build (which switches at 9 rows).
+const MatMulMinRows = 4
+
+// MatMul is Y[t] = W·X[t] for NTok activation rows (prefill): W is one
+// matrix of Rows×Cols values of type T; row t of X is at float
+// t·XStride, or IDs[t]·XStride when IDs is set (the rows routed to one
+// expert); Y[t] at t·YStride (0: Rows).
+type MatMul struct {
+	T                ggml.Type
+	Rows, Cols, NTok int
+	W, X, Y          BufRef
+	XStride, YStride int
+	IDs              *BufRef
+}
+
+// MatMulTile is the tile a MatMul threadgroup computes: 32 weight rows ×
+// 32 activation rows, 4 simdgroups, two 4 KiB tiles of threadgroup memory.
+const MatMulTile = 32
+
+// Encode appends the dispatch to c.
+func (m MatMul) Encode(c *Commands) {
+	wt, err := weightType(m.T)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if m.Cols%32 != 0 || m.Cols%wt.BlockVals != 0 || m.Rows <= 0 || m.NTok <= 0 || m.XStride < m.Cols {
+		c.fail(fmt.Errorf("mat-mat %s: %d×%d × %d rows (x stride %d): columns must be a multiple of 32 and of the block size %d",
+			m.T, m.Rows, m.Cols, m.NTok, m.XStride, wt.BlockVals))
+		return
+	}
+	ys := m.YStride
+	if ys == 0 {
+		ys = m.Rows
+	}
+	useIDs := uint32(0)
+	bufs := map[int]BufRef{1: m.W, 2: m.X, 3: m.Y, 4: m.X}
+	if m.IDs != nil {
+		useIDs, bufs[4] = 1, *m.IDs
+	}
+	a := (&argBuilder{}).u32(uint32(m.Cols)).u32(uint32(m.Rows)).u64(uint64(wt.RowBytes(m.Cols))).
+		u32(uint32(m.NTok)).u32(uint32(m.XStride)).u32(uint32(ys)).u32(0).u32(useIDs).bytes()
+	c.Dispatch(Dispatch{
+		Kernel: "kernel_mm_" + wt.suffix,
+		Grid:   [3]uint32{uint32((m.Rows + MatMulTile - 1) / MatMulTile), uint32((m.NTok + MatMulTile - 1) / MatMulTile), 1},
+		TG:     [3]uint32{4 * SimdWidth, 1, 1},
+		Bufs:   bufs, Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: 2 * 4 * MatMulTile * MatMulTile},
+		SplitArg: 0, SplitOff: 28,
 	})
 }
 
@@ -239,6 +298,33 @@ func (at Attention) Encode(c *Commands) {
 	c.Dispatch(Dispatch{Kernel: "kernel_attn_decode", Grid: [3]uint32{uint32(at.Heads), uint32(max(at.Rows, 1)), 1}, TG: [3]uint32{t, 1, 1},
 		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Scores, 5: at.Out, 6: at.Pos},
 		Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
+}
+
+// FlashAttention is causal attention without a score buffer (any context
+// length): Rows query rows at positions Pos[0]+row over the half KV cache
+// (V as K, or transposed in rows of VTrans positions), one simdgroup per
+// head and row. HeadDim must be a multiple of 32, at most 256.
+type FlashAttention struct {
+	HeadDim, Heads, HeadsKV int
+	Rows, VTrans            int
+	Scale                   float32
+	Q, KC, VC, Out, Pos     BufRef
+}
+
+// FlashHeadDim reports whether FlashAttention supports head dimension hd.
+func FlashHeadDim(hd int) bool { return hd > 0 && hd%SimdWidth == 0 && hd <= 8*SimdWidth }
+
+// Encode appends the dispatch to c.
+func (at FlashAttention) Encode(c *Commands) {
+	if at.HeadsKV <= 0 || at.Heads%at.HeadsKV != 0 || !FlashHeadDim(at.HeadDim) {
+		c.fail(fmt.Errorf("flash attention: %d heads over %d KV heads of %d values (a multiple of 32, at most 256)", at.Heads, at.HeadsKV, at.HeadDim))
+		return
+	}
+	a := (&argBuilder{}).u32(uint32(at.HeadDim)).u32(uint32(at.Heads / at.HeadsKV)).u32(uint32(at.HeadsKV * at.HeadDim)).
+		f32(at.Scale).u32(uint32(at.VTrans)).u32(uint32(at.Heads * at.HeadDim)).bytes()
+	c.Dispatch(Dispatch{Kernel: "kernel_flash_attn", Grid: [3]uint32{uint32(at.Heads), uint32(max(at.Rows, 1)), 1}, TG: [3]uint32{SimdWidth, 1, 1},
+		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Out, 5: at.Pos},
+		Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * at.HeadDim)}, SplitOff: -1})
 }
 
 // Softmax replaces each of Rows rows of N floats in X by its softmax.

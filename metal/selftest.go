@@ -71,6 +71,7 @@ func Selftest(ctx context.Context, dev Device, o SelftestOptions) []Result {
 	}
 	for _, t := range types {
 		s.matVec(t)
+		s.matMul(t)
 		s.getRows(t)
 	}
 	s.rmsNorm()
@@ -80,6 +81,8 @@ func Selftest(ctx context.Context, dev Device, o SelftestOptions) []Result {
 	s.routerCache()
 	s.attention()
 	s.attentionRows()
+	s.flashAttention()
+	s.recurrent()
 	s.normRope()
 	s.elementwise()
 	s.gridGuard()
@@ -261,6 +264,111 @@ func (s *selftest) matVecCase(k *quant.Kernel, wt WeightType, rows, cols, n int,
 				abs += math.Abs(p)
 			}
 			want[i*rows+r], mag[i*rows+r] = sum, abs
+		}
+	}
+	return relErr(got, want, mag, 1e-30), nil
+}
+
+// matMul checks the prefill kernel: tiles cut by the row and activation
+// counts on both sides, strided inputs and outputs, and rows picked by ids.
+func (s *selftest) matMul(t ggml.Type) {
+	wt, _ := weightType(t)
+	k, err := quant.For(t)
+	if err != nil {
+		s.add("mm "+t.String(), time.Now(), 0, 0, err)
+		return
+	}
+	type shape struct {
+		rows, cols, ntok int
+		ids              bool
+	}
+	// Two shapes keep go test ./metal's time modest (25 types × 3 lane
+	// orders): 67×37 cuts the 32×32 tile on both sides.
+	shapes := []shape{{67, 512, 37, false}, {33, 256, 5, true}}
+	if s.quick {
+		shapes = []shape{{37, 256, 9, true}}
+	}
+	for _, sh := range shapes {
+		start := time.Now()
+		name := fmt.Sprintf("mm %s %dx%d t%d", t, sh.rows, sh.cols, sh.ntok)
+		if sh.ids {
+			name += " ids"
+		}
+		e, err := s.matMulCase(k, wt, sh.rows, sh.cols, sh.ntok, sh.ids)
+		s.add(name, start, e, 2e-5, err)
+	}
+}
+
+func (s *selftest) matMulCase(k *quant.Kernel, wt WeightType, rows, cols, ntok int, useIDs bool) (float64, error) {
+	rb := wt.RowBytes(cols)
+	w := make([]byte, rows*rb)
+	k.Random(w, s.rng, 0.5)
+	xStride, yStride := cols+32, rows+3 // padded rows: the strides must be honoured
+	nx := ntok
+	ids := make([]int32, ntok)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	if useIDs {
+		nx = ntok + 4
+		for i := range ids {
+			ids[i] = int32((i*7 + 3) % nx)
+		}
+	}
+	x := s.randFloats(nx*xStride, 1)
+	wb, err := s.buf(len(w))
+	if err != nil {
+		return 0, err
+	}
+	copy(wb.Bytes(), w)
+	xb, err := s.floats(x)
+	if err != nil {
+		return 0, err
+	}
+	yb, err := s.buf(4 * ntok * yStride)
+	if err != nil {
+		return 0, err
+	}
+	sentinel := s.randFloats(ntok*yStride, 100)
+	putF32(yb.Bytes(), sentinel) // outputs must be overwritten, the padding kept
+	m := MatMul{T: wt.Type, Rows: rows, Cols: cols, NTok: ntok, W: BufRef{Buf: wb}, X: BufRef{Buf: xb}, Y: BufRef{Buf: yb},
+		XStride: xStride, YStride: yStride}
+	if useIDs {
+		ib, err := s.buf(4 * ntok)
+		if err != nil {
+			return 0, err
+		}
+		putI32(ib.Bytes(), ids)
+		m.IDs = &BufRef{Buf: ib}
+	}
+	var c Commands
+	m.Encode(&c)
+	if err := s.run(&c); err != nil {
+		return 0, err
+	}
+	all := getF32(yb.Bytes(), ntok*yStride)
+	got := make([]float32, ntok*rows)
+	want, mag := make([]float64, ntok*rows), make([]float64, ntok*rows)
+	deq := make([]float32, rows*cols)
+	for r := 0; r < rows; r++ {
+		k.Dequantize(w[r*rb:(r+1)*rb], deq[r*cols:(r+1)*cols])
+	}
+	for t := 0; t < ntok; t++ {
+		for j := rows; j < yStride; j++ {
+			if all[t*yStride+j] != sentinel[t*yStride+j] {
+				return 0, fmt.Errorf("wrote outside its rows (activation %d, padding %d)", t, j-rows)
+			}
+		}
+		xr := x[int(ids[t])*xStride:]
+		for r := 0; r < rows; r++ {
+			var sum, abs float64
+			for j, v := range deq[r*cols : (r+1)*cols] {
+				p := float64(v) * float64(xr[j])
+				sum += p
+				abs += math.Abs(p)
+			}
+			got[t*rows+r] = all[t*yStride+r]
+			want[t*rows+r], mag[t*rows+r] = sum, abs
 		}
 	}
 	return relErr(got, want, mag, 1e-30), nil
@@ -841,6 +949,135 @@ func (s *selftest) attentionRows() {
 		return worst, nil
 	}()
 	s.add(fmt.Sprintf("kv_store+attn %d rows at pos%d, V transposed", rows, pos0), start, e, 1e-4, err)
+}
+
+// flashAttention checks the flash kernel against AttentionCPU (the CPU
+// backend's rule: Q and the probabilities rounded to half) for decode and
+// prefill, V plain and transposed, across 32-position blocks and (full
+// run) a long context. The bound: the kernel keeps the probabilities in
+// float where the CPU rounds them to half (2^-11 relative each), so the
+// outputs differ by up to ~5e-4 of their largest magnitude (measured
+// 1.7e-4 to 3.4e-4); a bound of 1e-3 catches any real error (a wrong
+// position, mask or rescale moves outputs by 1e-2 and more). Against the
+// same rule in float64 without that rounding the bound is 1e-5.
+func (s *selftest) flashAttention() {
+	type shape struct{ hd, heads, kvHeads, pos0, rows, vtrans int }
+	shapes := []shape{{128, 4, 2, 70, 1, 0}, {64, 4, 4, 3, 5, 80}, {256, 2, 1, 31, 2, 0}, {32, 8, 2, 0, 40, 64}, {64, 2, 1, 1500, 1, 1600}}
+	if s.quick {
+		shapes = []shape{{64, 4, 2, 33, 3, 48}}
+	}
+	for _, sh := range shapes {
+		start := time.Now()
+		name := fmt.Sprintf("flash_attn hd%d h%d/%d pos%d rows%d", sh.hd, sh.heads, sh.kvHeads, sh.pos0, sh.rows)
+		if sh.vtrans > 0 {
+			name += " V transposed"
+		}
+		e, exact, err := s.flashCase(sh.hd, sh.heads, sh.kvHeads, sh.pos0, sh.rows, sh.vtrans)
+		s.add(name+" vs CPU", start, e, 1e-3, err)
+		s.add(name+" vs float64", start, exact, 1e-5, err)
+	}
+}
+
+func (s *selftest) flashCase(hd, heads, kvHeads, pos0, rows, vtrans int) (cpuErr, exactErr float64, err error) {
+	kvDim, npos := hd*kvHeads, pos0+rows
+	q := s.randFloats(rows*heads*hd, 1)
+	kc, vc := make([]uint16, npos*kvDim), make([]uint16, npos*kvDim) // [pos][kvDim]
+	for i := range kc {
+		// Larger K values give peaked softmaxes, where the rescaling matters.
+		kc[i] = quant.Float32ToFP16(4 * (2*s.rng.Float32() - 1))
+		vc[i] = quant.Float32ToFP16(2*s.rng.Float32() - 1)
+	}
+	vdev := vc
+	if vtrans > 0 {
+		vdev = make([]uint16, kvDim*vtrans)
+		for p := 0; p < npos; p++ {
+			for i := 0; i < kvDim; i++ {
+				vdev[i*vtrans+p] = vc[p*kvDim+i]
+			}
+		}
+	}
+	bq, err := s.floats(q)
+	if err != nil {
+		return 0, 0, err
+	}
+	half := func(x []uint16) (Buffer, error) {
+		b, err := s.buf(2 * len(x))
+		if err == nil {
+			for i, v := range x {
+				binary.LittleEndian.PutUint16(b.Bytes()[2*i:], v)
+			}
+		}
+		return b, err
+	}
+	bk, err := half(kc)
+	if err != nil {
+		return 0, 0, err
+	}
+	bv, err := half(vdev)
+	if err != nil {
+		return 0, 0, err
+	}
+	bo, err := s.buf(4 * len(q))
+	if err != nil {
+		return 0, 0, err
+	}
+	putF32(bo.Bytes(), s.randFloats(len(q), 100))
+	bp, err := s.buf(4)
+	if err != nil {
+		return 0, 0, err
+	}
+	putI32(bp.Bytes(), []int32{int32(pos0)})
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	var c Commands
+	FlashAttention{HeadDim: hd, Heads: heads, HeadsKV: kvHeads, Rows: rows, VTrans: vtrans, Scale: scale,
+		Q: BufRef{Buf: bq}, KC: BufRef{Buf: bk}, VC: BufRef{Buf: bv}, Out: BufRef{Buf: bo}, Pos: BufRef{Buf: bp}}.Encode(&c)
+	if err := s.run(&c); err != nil {
+		return 0, 0, err
+	}
+	got := getF32(bo.Bytes(), len(q))
+	for r := 0; r < rows; r++ {
+		qr, g := q[r*heads*hd:(r+1)*heads*hd], got[r*heads*hd:(r+1)*heads*hd]
+		want := AttentionCPU(qr, kc, vc, hd, heads, kvHeads, pos0+r+1, scale)
+		cpuErr = max(cpuErr, maxAbs32(g, want)/maxMag(want))
+		exact := attentionExact(qr, kc, vc, hd, heads, kvHeads, pos0+r+1, scale)
+		exactErr = max(exactErr, maxAbs32(g, exact)/maxMag(exact))
+	}
+	return cpuErr, exactErr, nil
+}
+
+// attentionExact is AttentionCPU's rule in float64 with only Q rounded to
+// half (as the kernel does).
+func attentionExact(q []float32, kc, vc []uint16, hd, heads, kvHeads, npos int, scale float32) []float32 {
+	kvDim := hd * kvHeads
+	out := make([]float32, heads*hd)
+	q16 := make([]float32, hd)
+	sc := make([]float64, npos)
+	for h := 0; h < heads; h++ {
+		kvh := h / (heads / kvHeads)
+		quant.RoundFP16(q16, q[h*hd:(h+1)*hd])
+		mx := math.Inf(-1)
+		for j := range sc {
+			var d float64
+			for i := 0; i < hd; i++ {
+				d += float64(q16[i]) * float64(quant.FP16ToFloat32(kc[j*kvDim+kvh*hd+i]))
+			}
+			sc[j] = d * float64(scale)
+			mx = max(mx, sc[j])
+		}
+		var sum float64
+		for j := range sc {
+			sc[j] = math.Exp(sc[j] - mx)
+			sum += sc[j]
+		}
+		for i := 0; i < hd; i++ {
+			var o float64
+			for j := range sc {
+				o += sc[j] * float64(quant.FP16ToFloat32(vc[j*kvDim+kvh*hd+i]))
+			}
+			out[h*hd+i] = float32(o / sum)
+		}
+	}
+	return out
 }
 
 // normRope checks the per-head RMSNorm + RoPE with the host's cos/sin rows

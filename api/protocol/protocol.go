@@ -325,6 +325,15 @@ type EngineStatus struct {
 	// StoppedByUser: the menu bar's Stop or engine.unload unloaded it;
 	// requests fail with model_not_loaded until a load.
 	StoppedByUser bool `json:"stopped_by_user,omitempty"`
+	// Backend runs the model: "cpu" or "metal" (the loaded model's, or
+	// the next load's while none is loaded).
+	Backend string `json:"backend,omitempty"`
+	// BackendReason says why: the setting, the platform, or the Metal
+	// selftest's verdict at the first start of this version.
+	BackendReason string `json:"backend_reason,omitempty"`
+	// BackendFallback: Metal was wanted and the CPU runs the model (the
+	// selftest failed, or this is not a Mac with Apple silicon).
+	BackendFallback bool `json:"backend_fallback,omitempty"`
 }
 
 // LoadProgress is how far a model's load has come.

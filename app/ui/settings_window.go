@@ -22,6 +22,7 @@ type settingsForm struct {
 	rows    map[string]*fieldRow
 	status  *widget.Label
 	netWarn *widget.Label
+	backend *widget.Label // what runs the model now, and why
 	apply   *widget.Button
 	reset   *widget.Button
 	content fyne.CanvasObject
@@ -46,9 +47,10 @@ const (
 // fieldRow is one knob's controls.
 type fieldRow struct {
 	f     settings.Field
-	check *widget.Check // Bool fields
-	entry *widget.Entry // Int and Float fields
-	err   *widget.Label // the validation error, hidden when none
+	check *widget.Check  // Bool fields
+	entry *widget.Entry  // Int and Float fields
+	pick  *widget.Select // Choice fields
+	err   *widget.Label  // the validation error, hidden when none
 }
 
 func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
@@ -59,6 +61,9 @@ func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
 	f.netWarn.Importance = widget.WarningImportance
 	f.netWarn.Wrapping = fyne.TextWrapWord
 	f.netWarn.Hide()
+	f.backend = widget.NewLabel("")
+	f.backend.Wrapping = fyne.TextWrapWord
+	f.showBackend()
 
 	groups := container.NewVBox()
 	if u.d.SettingsNotice != "" {
@@ -82,6 +87,9 @@ func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
 		if r.check != nil {
 			control = r.check
 		}
+		if r.pick != nil {
+			control = r.pick
+		}
 		def := fl.Format(settings.Defaults())
 		if fl.Kind == settings.Bool {
 			def = map[bool]string{true: "on", false: "off"}[fl.Bool(settings.Defaults())]
@@ -97,6 +105,9 @@ func newSettingsForm(u *UI, w fyne.Window) *settingsForm {
 		cell := container.NewVBox(control, hl, r.err)
 		if fl.Key == "api.allow_network" {
 			cell.Add(f.netWarn)
+		}
+		if fl.Key == "advanced.backend" {
+			cell.Add(f.backend)
 		}
 		group.Add(widget.NewLabel(fl.Label))
 		group.Add(cell)
@@ -157,6 +168,15 @@ func (f *settingsForm) newRow(fl settings.Field) *fieldRow {
 		if !fl.Live {
 			r.check.Disable()
 		}
+	} else if fl.Kind == settings.Choice {
+		var labels []string
+		for _, o := range fl.Options {
+			labels = append(labels, o.Label)
+		}
+		r.pick = widget.NewSelect(labels, nil)
+		if !fl.Live {
+			r.pick.Disable()
+		}
 	} else {
 		r.entry = widget.NewEntry()
 		if !fl.Live {
@@ -166,11 +186,46 @@ func (f *settingsForm) newRow(fl settings.Field) *fieldRow {
 	return r
 }
 
+// showBackend says what runs the model and why (the engine's decision:
+// the Metal selftest's verdict, or why the CPU runs it).
+func (f *settingsForm) showBackend() {
+	if f.u.d.Engine == nil {
+		f.backend.Hide()
+		return
+	}
+	st := f.u.d.Engine.Status()
+	text := "Now: " + backendLabel(st.Backend)
+	if st.BackendReason != "" {
+		text += ". " + capitalize(st.BackendReason)
+	}
+	if !strings.HasSuffix(text, ".") {
+		text += "."
+	}
+	f.backend.SetText(text)
+	f.backend.Importance = widget.MediumImportance
+	if st.BackendFallback {
+		f.backend.Importance = widget.WarningImportance
+	}
+	f.backend.Show()
+}
+
+func backendLabel(name string) string {
+	switch name {
+	case "metal":
+		return "the Mac's graphics chip (Metal)"
+	case "cpu", "":
+		return "the processor (CPU)"
+	}
+	return name
+}
+
 // load shows s in the controls and clears errors.
 func (f *settingsForm) load(s settings.Settings) {
 	for _, r := range f.rows {
 		if r.check != nil {
 			r.check.SetChecked(r.f.Bool(s))
+		} else if r.pick != nil {
+			r.pick.SetSelected(r.f.Format(s))
 		} else {
 			r.entry.SetText(r.f.Format(s))
 		}
@@ -178,6 +233,7 @@ func (f *settingsForm) load(s settings.Settings) {
 	}
 	f.origins.SetText(strings.Join(s.Browser.AllowedOrigins.List(), "\n"))
 	f.originsErr.Hide()
+	f.showBackend()
 }
 
 // parseOrigins reads the origins list, one per line (blank lines ignored).
@@ -219,6 +275,13 @@ func (f *settingsForm) Apply() bool {
 		}
 		if r.check != nil {
 			fl.SetBool(&s, r.check.Checked)
+			continue
+		}
+		if r.pick != nil {
+			if err := fl.Parse(&s, r.pick.Selected); err != nil {
+				r.setErr(errText(err))
+				bad++
+			}
 			continue
 		}
 		if err := fl.Parse(&s, r.entry.Text); err != nil {

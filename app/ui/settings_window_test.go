@@ -82,6 +82,7 @@ func TestSettingsWindowRoundTrip(t *testing.T) {
 	typeInto(f, "api.port", "9000")
 	typeInto(f, "memory.keep_loaded_minutes", "forever")
 	typeInto(f, "advanced.context_length", "8192")
+	f.rows["advanced.backend"].pick.SetSelected("CPU")
 	test.Tap(f.rows["api.allow_network"].check)
 	if !f.netWarn.Visible() {
 		t.Error("no warning when allowing other devices")
@@ -94,6 +95,7 @@ func TestSettingsWindowRoundTrip(t *testing.T) {
 	}
 	want := settings.Defaults()
 	want.Advanced.Threads, want.API.Port, want.Memory.KeepLoadedMinutes, want.Advanced.ContextLength, want.API.AllowNetwork = 2, 9000, settings.KeepForever, 8192, true
+	want.Advanced.Backend = settings.BackendCPU
 	if got := <-ch; got != want {
 		t.Fatalf("notified %+v, want %+v", got, want)
 	}
@@ -110,10 +112,24 @@ func TestSettingsWindowRoundTrip(t *testing.T) {
 	if got := fx.store.Get(); got != settings.Defaults() {
 		t.Fatalf("after reset %+v", got)
 	}
-	if f.rows["api.port"].entry.Text != "11711" || f.rows["api.allow_network"].check.Checked || f.rows["memory.keep_loaded_minutes"].entry.Text != "5" {
+	if f.rows["api.port"].entry.Text != "11711" || f.rows["api.allow_network"].check.Checked || f.rows["memory.keep_loaded_minutes"].entry.Text != "5" ||
+		f.rows["advanced.backend"].pick.Selected != "Auto" {
 		t.Fatal("controls not reset")
 	}
 	test.AssertImageMatches(t, "settings.png", captureAll(w, f.inner, f.bottom))
+}
+
+// The settings window says what runs the model and why, as a warning
+// when Metal was wanted and the CPU runs it.
+func TestSettingsBackendShown(t *testing.T) {
+	fx := newFixture(t, nil)
+	o := fx.u.d.Engine.Options()
+	o.Backend, o.BackendReason, o.BackendFallback = "cpu", "the Metal selftest failed on Apple M3 (1 of 101 checks: rope)", true
+	fx.u.d.Engine.SetOptions(o)
+	w := fx.u.ShowSettings()
+	if got := labelTexts(w.Content()); !strings.Contains(got, "Now: the processor (CPU). The Metal selftest failed on Apple M3 (1 of 101 checks: rope).") {
+		t.Fatalf("labels: %s", got)
+	}
 }
 
 func TestSettingsNoticeShown(t *testing.T) {

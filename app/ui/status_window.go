@@ -322,6 +322,7 @@ type statusView struct {
 	state, speed, mem *widget.Label
 	queue, note       *widget.Label
 	load              *widget.ProgressBar // the load's progress, shown while loading
+	backend           *widget.Label       // what runs the model, and why
 	tps, hit, ssd     *plot
 	box               *fyne.Container
 	content           fyne.CanvasObject
@@ -334,6 +335,8 @@ func newStatusView(u *UI) *statusView {
 	v.speed, v.mem, v.queue, v.note = widget.NewLabel(""), widget.NewLabel(""), widget.NewLabel(""), widget.NewLabel("")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.Importance = widget.LowImportance
+	v.backend = widget.NewLabel("")
+	v.backend.Wrapping = fyne.TextWrapWord
 	v.tps = newPlot("Tokens per second", "tokens/s", 0, theme.ColorNamePrimary)
 	v.hit = newPlot("Cache hits (last reply)", "%", 100, theme.ColorNameSuccess)
 	v.ssd = newPlot("SSD reads (last reply)", "MB/s", 0, theme.ColorNameWarning)
@@ -346,6 +349,7 @@ func newStatusView(u *UI) *statusView {
 			widget.NewFormItem("Speed", v.speed),
 			widget.NewFormItem("Memory", v.mem),
 			widget.NewFormItem("Queue", v.queue),
+			widget.NewFormItem("Runs on", v.backend),
 		),
 		v.tps, v.hit, v.ssd, v.note,
 	)
@@ -387,6 +391,15 @@ func (v *statusView) refreshLocked() {
 		queue = fmt.Sprintf("%d running · %d waiting · %d %s connected", l.last.Running, l.last.QueueLength, l.last.Connections, apps)
 	}
 	v.queue.SetText(queue)
+	runs := backendLabel(u.status.Backend)
+	if r := u.status.BackendReason; r != "" {
+		runs += ": " + r
+	}
+	v.backend.SetText(runs)
+	v.backend.Importance = widget.MediumImportance
+	if u.status.BackendFallback {
+		v.backend.Importance = widget.WarningImportance
+	}
 
 	var now time.Time
 	if n := len(l.samples); n > 0 {

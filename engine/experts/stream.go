@@ -915,3 +915,7 @@ func alignedBuffer(n int) []byte {
 	}
 	return b[a : a+n : a+n]
 }
+
+// Arena returns the memory the streamed experts are read into (every
+// provided expert slice points into it), for a GPU backend to wrap once.
+func (s *Stream) Arena() []byte { return s.arena }

@@ -215,6 +215,19 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 	return &f.Tensors[i], true
 }
 
+// Mappings returns the memory maps of the file and its parts (the memory
+// Data's views point into), for a GPU backend to wrap once; nil for a File
+// from Parse, whose memory is the caller's, and after Close.
+func (f *File) Mappings() [][]byte {
+	var out [][]byte
+	for _, p := range append([]*File{f}, f.parts...) {
+		if p.unmap != nil && p.data != nil {
+			out = append(out, p.data)
+		}
+	}
+	return out
+}
+
 // Data returns the bytes of t, a view into the file (no copy). It returns
 // nil after Close. t must come from f.
 func (f *File) Data(t *TensorInfo) []byte {

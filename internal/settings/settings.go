@@ -151,7 +151,21 @@ type API struct {
 type Advanced struct {
 	Threads       int `json:"threads"`        // 0: automatic (one per physical core)
 	ContextLength int `json:"context_length"` // 0: automatic (the model's, at most 4096)
+	// Backend chooses what runs the model: BackendAuto (the Metal GPU on
+	// a Mac whose GPU passed the kernel selftest, else the CPU), BackendCPU
+	// or BackendMetal (the GPU, still only after its selftest passed).
+	Backend Backend `json:"backend"`
 }
+
+// Backend is the advanced.backend choice.
+type Backend string
+
+// The advanced.backend choices.
+const (
+	BackendAuto  Backend = "auto"
+	BackendCPU   Backend = "cpu"
+	BackendMetal Backend = "metal"
+)
 
 // Default values.
 const (
@@ -173,7 +187,7 @@ func Defaults() Settings {
 		Routing:  Routing{Enabled: false, Strength: 2, ProtectedTop: 2, MaxRankWindow: 12, AlwaysKept: 1},
 		Memory:   Memory{ExpertCacheGB: 0, KeepLoadedMinutes: DefaultKeepLoadedMinutes, LearnUsage: true},
 		API:      API{Port: DefaultPort, AllowNetwork: false},
-		Advanced: Advanced{Threads: 0, ContextLength: 0},
+		Advanced: Advanced{Threads: 0, ContextLength: 0, Backend: BackendAuto},
 	}
 }
 
@@ -185,7 +199,14 @@ const (
 	Bool Kind = iota
 	Int
 	Float
+	Choice // one of Choices (a string value)
 )
+
+// Option is one value of a Choice field and the word shown for it.
+type Option struct {
+	Value string // as stored in the JSON
+	Label string // as shown in the settings window
+}
 
 // Field describes one knob: where it lives in the JSON, how to present it,
 // its bounds and whether the engine applies it yet.
@@ -200,11 +221,13 @@ type Field struct {
 	// Special maps values outside [Min, Max] that mean something (0 =
 	// "Auto") to the word shown and accepted for them.
 	Special map[float64]string
+	// Options are a Choice field's values, in display order.
+	Options []Option
 	// Live is true when a change takes effect in this version; false fields
 	// are shown but disabled, "coming in a later version".
 	Live bool
 
-	ptr func(*Settings) any // *bool, *int or *float64
+	ptr func(*Settings) any // *bool, *int, *float64 or, for Choice, a *string kind
 }
 
 // Group names, in window order.
@@ -284,6 +307,10 @@ var fields = []Field{
 		Special: map[float64]string{0: "Auto"},
 		Help:    "How much text the model keeps in view at once (longer uses more memory; Auto: the model's own, up to 4096), from the next time the model loads.",
 		ptr:     func(s *Settings) any { return &s.Advanced.ContextLength }},
+	{Key: "advanced.backend", Group: GroupAdvanced, Label: "Run the model on", Kind: Choice, Live: true,
+		Options: []Option{{string(BackendAuto), "Auto"}, {string(BackendCPU), "CPU"}, {string(BackendMetal), "Metal (GPU)"}},
+		Help:    "Auto uses the Mac's graphics chip once a self-check of it passed, and the processor otherwise (the model reloads when this changes).",
+		ptr:     func(s *Settings) any { return &s.Advanced.Backend }},
 }
 
 // Fields returns every knob in display order.
@@ -325,10 +352,40 @@ func (f Field) Number(s Settings) float64 {
 	return 0
 }
 
+// Value returns a Choice field's stored value in s.
+func (f Field) Value(s Settings) string {
+	if p, ok := f.ptr(&s).(*Backend); ok {
+		return string(*p)
+	}
+	return ""
+}
+
+// SetValue sets a Choice field in s to one of its options' values.
+func (f Field) SetValue(s *Settings, v string) error {
+	for _, o := range f.Options {
+		if o.Value == v {
+			if p, ok := f.ptr(s).(*Backend); ok {
+				*p = Backend(v)
+			}
+			return nil
+		}
+	}
+	return f.errorf("must be %s, got %q", f.expect(), v)
+}
+
 // Format returns the field's value in s as the settings window shows it.
 func (f Field) Format(s Settings) string {
 	if f.Kind == Bool {
 		return strconv.FormatBool(f.Bool(s))
+	}
+	if f.Kind == Choice {
+		v := f.Value(s)
+		for _, o := range f.Options {
+			if o.Value == v {
+				return o.Label
+			}
+		}
+		return v
 	}
 	v := f.Number(s)
 	if w, ok := f.Special[v]; ok {
@@ -349,6 +406,14 @@ func (f Field) Parse(s *Settings, text string) error {
 		}
 		f.SetBool(s, b)
 		return nil
+	}
+	if f.Kind == Choice {
+		for _, o := range f.Options {
+			if strings.EqualFold(text, o.Value) || strings.EqualFold(text, o.Label) {
+				return f.SetValue(s, o.Value)
+			}
+		}
+		return f.errorf("must be %s, got %q", f.expect(), text)
 	}
 	v, ok := f.special(text)
 	if !ok {
@@ -388,6 +453,13 @@ func (f Field) special(text string) (float64, bool) {
 
 // expect describes the accepted values, e.g. "a whole number from 1 to 32 or Auto".
 func (f Field) expect() string {
+	if f.Kind == Choice {
+		var vs []string
+		for _, o := range f.Options {
+			vs = append(vs, strconv.Quote(o.Value))
+		}
+		return "one of " + strings.Join(vs, ", ")
+	}
 	what := "a number"
 	if f.Kind == Int {
 		what = "a whole number"
@@ -441,6 +513,15 @@ func (s Settings) Check() []*FieldError {
 	bad := map[string]bool{}
 	for _, f := range fields {
 		if f.Kind == Bool {
+			continue
+		}
+		if f.Kind == Choice {
+			if err := f.SetValue(&s, f.Value(s)); err != nil {
+				var fe *FieldError
+				errors.As(err, &fe)
+				errs = append(errs, fe)
+				bad[f.Key] = true
+			}
 			continue
 		}
 		if err := f.check(f.Number(s)); err != nil {

@@ -92,6 +92,11 @@ func TestParse(t *testing.T) {
 		{"advanced.threads", "Auto", "Auto", ""},
 		{"advanced.threads", "300", "", "or Auto"},
 		{"advanced.context_length", "100", "", "from 256 to 1048576"},
+		{"advanced.backend", "metal", "Metal (GPU)", ""},
+		{"advanced.backend", "CPU", "CPU", ""},
+		{"advanced.backend", " auto ", "Auto", ""},
+		{"advanced.backend", "Metal (GPU)", "Metal (GPU)", ""},
+		{"advanced.backend", "cuda", "", `one of "auto", "cpu", "metal", got "cuda"`},
 	}
 	for _, tt := range tests {
 		f, ok := Lookup(tt.key)
@@ -117,6 +122,29 @@ func TestParse(t *testing.T) {
 		if got := f.Format(s); got != tt.want {
 			t.Errorf("Parse(%s, %q) then Format = %q, want %q", tt.key, tt.text, got, tt.want)
 		}
+	}
+}
+
+// TestBackendChoice: advanced.backend persists as its value, a patch with
+// another value is refused naming the field, and a file from before the
+// setting existed reads as Auto.
+func TestBackendChoice(t *testing.T) {
+	s, err := Defaults().Patch([]byte(`{"advanced":{"backend":"cpu"}}`))
+	if err != nil || s.Advanced.Backend != BackendCPU {
+		t.Fatalf("Patch cpu = %+v, %v", s.Advanced, err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil || !strings.Contains(string(raw), `"backend":"cpu"`) {
+		t.Fatalf("Marshal = %s, %v", raw, err)
+	}
+	for _, bad := range []string{`{"advanced":{"backend":"gpu"}}`, `{"advanced":{"backend":""}}`, `{"advanced":{"backend":3}}`} {
+		if _, err := Defaults().Patch([]byte(bad)); err == nil || !strings.Contains(err.Error(), "backend") {
+			t.Errorf("Patch %s = %v, want an error naming the backend", bad, err)
+		}
+	}
+	old, err := Decode(Defaults(), []byte(`{"advanced":{"threads":2,"context_length":0}}`))
+	if err != nil || old.Advanced.Backend != BackendAuto {
+		t.Fatalf("Decode of an older file = %+v, %v", old.Advanced, err)
 	}
 }
 

@@ -458,3 +458,74 @@ kernel void kernel_router_cache(
         wts[tok * a.k + i] = w;
     }
 }
+
+// ---- Flash attention for decode and prefill: one simdgroup per (query
+// head, row); row r sees positions 0..pos[0]+r (causal). K and V are read
+// in blocks of 32 positions, one position per lane for the scores, with
+// the running maximum and sum of the online softmax, so no score row is
+// stored and any context length fits. Q is rounded to half before its
+// dots (as the CPU backend does against the half KV cache); the
+// probabilities stay float (the CPU rounds them to half, which bounds the
+// difference: see the selftest). Each lane accumulates head_dim/32 output
+// values (head_dim a multiple of 32, at most 256). No infinities: fast
+// math may assume there are none.
+struct fa_args {
+    uint  head_dim;
+    uint  group;      // query heads per KV head
+    uint  kv_dim;
+    float scale;
+    uint  v_trans;    // 0: V as K; else V transposed, rows of v_trans positions
+    uint  q_stride;   // floats between rows of q and out
+};
+
+constant float FA_NEG = -1e30f;
+
+kernel void kernel_flash_attn(
+        constant fa_args & a [[buffer(0)]],
+        device const float * q [[buffer(1)]],
+        device const half * kc [[buffer(2)]],
+        device const half * vc [[buffer(3)]],
+        device float * out [[buffer(4)]],
+        device const int * pos [[buffer(5)]],
+        threadgroup float * qs [[threadgroup(0)]],
+        uint2  tgp   [[threadgroup_position_in_grid]],
+        ushort tiisg [[thread_index_in_simdgroup]]) {
+    const uint head = tgp.x, row = tgp.y, hd = a.head_dim;
+    const uint npos = uint(pos[0]) + row + 1;
+    device const float * qh = q + ulong(row) * a.q_stride + ulong(head) * hd;
+    for (uint d = tiisg; d < hd; d += 32) qs[d] = float(half(qh[d]));
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const ulong koff = ulong(head / a.group) * hd;
+    const uint nd = hd / 32;
+    float o[8] = { 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f };
+    float m = FA_NEG, l = 0.f;
+    for (uint j0 = 0; j0 < npos; j0 += 32) {
+        const uint j = j0 + tiisg;
+        float s = FA_NEG;
+        if (j < npos) {
+            device const half * kr = kc + ulong(j) * a.kv_dim + koff;
+            float acc = 0.f;
+            for (uint d = 0; d < hd; d++) acc += qs[d] * float(kr[d]);
+            s = acc * a.scale;
+        }
+        const float mn = max(m, simd_max(s));
+        const float corr = exp(m - mn);
+        const float p = j < npos ? exp(s - mn) : 0.f;
+        l = l * corr + simd_sum(p);
+        for (uint i = 0; i < nd; i++) o[i] *= corr;
+        const uint nb = min(32u, npos - j0);
+        for (uint jj = 0; jj < nb; jj++) {
+            const float pj = simd_shuffle(p, ushort(jj));
+            const ulong jp = j0 + jj;
+            for (uint i = 0; i < nd; i++) {
+                const ulong d = koff + tiisg + 32 * i;
+                const float v = a.v_trans ? float(vc[d * a.v_trans + jp]) : float(vc[jp * a.kv_dim + d]);
+                o[i] += pj * v;
+            }
+        }
+        m = mn;
+    }
+    const float inv = 1.0f / l;
+    device float * oh = out + ulong(row) * a.q_stride + ulong(head) * hd;
+    for (uint i = 0; i < nd; i++) oh[tiisg + 32 * i] = o[i] * inv;
+}
