@@ -174,8 +174,10 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	stream := fs.String("stream", "auto", "stream experts from the SSD: auto (when the model does not fit the memory this process may use), always, never")
 	cacheGB := fs.Float64("cache-gb", 0, "expert cache size in GB when streaming (0: what the process may use)")
 	ttftIdle := fs.Duration("ttft-idle", 0, "instead: time-to-first-token of a request after this idle time vs right after another, --reps times")
+	speculate := fs.Bool("speculate", false, "instead: greedy decode tok/s with speculative decoding (SpecGate, prompt lookup and MTP drafts) vs plain, alternating, --reps times each")
+	maxDraft := fs.Int("max-draft", 8, "with --speculate: the most drafts per verify")
 	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--stream auto|always|never] [--cache-gb G] [--cpuprofile F] [--json]")
+		fmt.Fprintln(env.Stderr, "usage: strata bench --model FILE [--threads N] [--prompt-tokens P] [--gen G] [--reps R] [--stream auto|always|never] [--cache-gb G] [--cpuprofile F] [--speculate [--max-draft K]] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -197,6 +199,12 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	defer eng.Close()
 	if *ttftIdle > 0 {
 		return benchTTFT(ctx, env, eng, *pp, *ttftIdle, *reps, *asJSON)
+	}
+	if *speculate {
+		if *maxDraft < 1 {
+			return errors.New("bench: --max-draft must be ≥ 1")
+		}
+		return benchSpeculate(ctx, env, eng, *modelPath, *pp, *tg, *reps, *maxDraft, *asJSON)
 	}
 	if *cpuProfile != "" {
 		pf, err := os.Create(*cpuProfile)
@@ -252,6 +260,83 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchSpeculate measures greedy decode speed with speculative decoding
+// (the gate choosing the depth, prompt lookup and the model's MTP head where
+// it has one) against plain decoding, runs alternating, and checks that
+// both give the same tokens. The prompt is pp tokens of a repeating
+// pattern; the generated text is the model's own.
+func benchSpeculate(ctx context.Context, env *cmdEnv, eng *engine.Engine, path string, pp, tg, reps, maxDraft int, asJSON bool) error {
+	toks := make([]int32, pp)
+	for i := range toks {
+		toks[i] = int32(1 + (i%23)*7919%1000)
+	}
+	base := eng.Options()
+	spec := engine.Speculation{Enabled: true, Gate: true, MaxDraft: maxDraft, Lookup: true, MTP: true}
+	req := engine.Request{Tokens: toks, Sampling: engine.Sampling{MaxTokens: tg}}
+	gen := func(s engine.Speculation) ([]int32, engine.Stats, error) {
+		o := base
+		o.Speculation = s
+		eng.SetOptions(o)
+		var ids []int32
+		st, err := eng.Generate(ctx, req, func(t engine.Token) error {
+			if t.ID >= 0 {
+				ids = append(ids, t.ID)
+			}
+			return nil
+		})
+		return ids, st, err
+	}
+	defer eng.SetOptions(base)
+	var plain, gated []float64
+	var last *engine.SpecStats
+	identical := true
+	for r := 0; r < reps; r++ {
+		want, ps, err := gen(engine.Speculation{})
+		if err != nil {
+			return err
+		}
+		got, ss, err := gen(spec)
+		if err != nil {
+			return err
+		}
+		identical = identical && slices.Equal(got, want)
+		plain, gated = append(plain, ps.TokensPerSecond), append(gated, ss.TokensPerSecond)
+		last = ss.Speculation
+	}
+	if last == nil {
+		last = &engine.SpecStats{}
+	}
+	out := struct {
+		Model        string            `json:"model"`
+		Threads      int               `json:"threads"`
+		MaxDraft     int               `json:"max_draft"`
+		PlainTokS    float64           `json:"plain_tokens_per_second"`
+		GateTokS     float64           `json:"gate_tokens_per_second"`
+		Ratio        float64           `json:"ratio"`
+		PlainSamples []float64         `json:"plain_samples"`
+		GateSamples  []float64         `json:"gate_samples"`
+		Acceptance   float64           `json:"acceptance"` // accepted / verified drafts, last repetition
+		SameTokens   bool              `json:"same_tokens"`
+		Speculation  *engine.SpecStats `json:"speculation"` // of the last repetition
+	}{path, base.Threads, maxDraft, median(plain), median(gated), median(gated) / max(median(plain), 1e-9), plain, gated,
+		float64(last.Accepted) / float64(max(last.Verified, 1)), identical, last}
+	if asJSON {
+		return json.NewEncoder(env.Stdout).Encode(out)
+	}
+	fmt.Fprintf(env.Stdout, "model %s, %d threads, greedy decode of %d tokens after %d, median of %d alternating runs\n",
+		out.Model, out.Threads, tg, pp, reps)
+	fmt.Fprintf(env.Stdout, "plain %.1f tok/s, speculation (gate, max %d drafts) %.1f tok/s: %.2f×; tokens identical: %v\n",
+		out.PlainTokS, maxDraft, out.GateTokS, out.Ratio, identical)
+	fmt.Fprintf(env.Stdout, "drafts: %d proposed, %d verified, %d accepted (%.0f %%), %d declined; %d verifies, %d plain steps\n",
+		last.Proposed, last.Verified, last.Accepted, 100*out.Acceptance, last.Declined, last.Verifies, last.PlainSteps)
+	fmt.Fprintf(env.Stdout, "chosen depths (verifies by number of drafts): %v\nT(1) %.2f ms, T(n)/T(1) %.2f\n",
+		last.Depths, last.T1MS, last.TRatio)
+	for src, a := range last.Acceptance {
+		fmt.Fprintf(env.Stdout, "acceptance by position, %s: %.2f\n", src, a)
+	}
+	return nil
 }
 
 // benchTTFT measures the time to first token of a prompt of pp tokens

@@ -406,7 +406,8 @@ func toSpecStats(s *engine.SpecStats) *protocol.SpecStats {
 		return nil
 	}
 	return &protocol.SpecStats{Proposed: s.Proposed, Verified: s.Verified, Accepted: s.Accepted, Declined: s.Declined,
-		Verifies: s.Verifies, PlainSteps: s.PlainSteps, T1MS: s.T1MS, TRatio: s.TRatio, Acceptance: s.Acceptance}
+		Verifies: s.Verifies, PlainSteps: s.PlainSteps, T1MS: s.T1MS, TRatio: s.TRatio, Acceptance: s.Acceptance,
+		Depths: s.Depths, Refills: s.Refills}
 }
 
 func toModelInfo(m *engine.ModelInfo) *protocol.ModelInfo {
@@ -434,6 +435,7 @@ func (s *Server) status() protocol.EngineStatus {
 		Backend:         st.Backend,
 		BackendReason:   st.BackendReason,
 		BackendFallback: st.BackendFallback,
+		Speculation:     toSpecStats(st.Speculation),
 	}
 	if !st.ExpiresAt.IsZero() {
 		t := st.ExpiresAt.UTC()
@@ -464,6 +466,7 @@ func (s *Server) telemetry() protocol.Telemetry {
 		Connections:    nconn,
 		GeneratedTotal: s.generated.Load(),
 		RequestsTotal:  s.requests.Load(),
+		Speculation:    toSpecStats(st.Speculation),
 	}
 	if st.LastStats != nil {
 		t.TokensPerSecond = st.LastStats.TokensPerSecond

@@ -109,14 +109,17 @@ type Engine struct {
 
 	turn chan struct{} // one slot: held while loading, unloading or generating
 
-	mu     sync.Mutex // guards the fields below
-	state  State
-	err    string
-	lm     *loaded
-	prog   *Progress // the load's, while state is loading
-	last   *Stats
-	subs   map[chan Status]struct{}
-	closed bool
+	mu    sync.Mutex // guards the fields below
+	state State
+	err   string
+	lm    *loaded
+	prog  *Progress // the load's, while state is loading
+	last  *Stats
+	// liveSpec is the running generation's speculation so far, or the
+	// last speculating generation's (nil before any).
+	liveSpec *SpecStats
+	subs     map[chan Status]struct{}
+	closed   bool
 }
 
 // loaded is a model with everything a generation needs.
@@ -528,7 +531,7 @@ func (e *Engine) Status() Status {
 }
 
 func (e *Engine) statusLocked() Status {
-	s := Status{State: e.state, Err: e.err, LastStats: e.last,
+	s := Status{State: e.state, Err: e.err, LastStats: e.last, Speculation: e.liveSpec,
 		Backend: e.opts.Backend, BackendReason: e.opts.BackendReason, BackendFallback: e.opts.BackendFallback}
 	if e.prog != nil {
 		p := *e.prog
@@ -722,7 +725,11 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 	// Reuse the longest prefix the session already holds; at least the last
 	// prompt token is always forwarded, for its logits. Rows are computed
 	// alike in any batch, so this gives what a fresh request computes.
-	keep := reusable(lm.sess, prompt)
+	o := e.speculation()
+	keep := min(reusable(lm.sess, prompt), drafting(lm, o, req))
+	for keep > 0 && !lm.sess.CanTruncate(keep) {
+		keep--
+	}
 	if err := lm.sess.Truncate(keep); err != nil {
 		return st, err
 	}
@@ -739,9 +746,15 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 	dec := lm.tok.NewStreamDecoder()
 	stop := newStopMatcher(req.Sampling.Stop)
 	var firstAt time.Time
-	sp := e.newSpeculator(lm, req)
+	sp := newSpeculator(lm, o, req)
+	var published time.Time
 	if sp != nil {
-		defer func() { st.Speculation = sp.stats() }()
+		published = time.Now()
+		e.publishSpec(sp.snapshot())
+		defer func() {
+			st.Speculation = sp.stats()
+			e.publishSpec(st.Speculation)
+		}()
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -805,6 +818,10 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 		}
 		if sp != nil {
 			logits, err = sp.step(ctx, id, history, maxTokens-st.GeneratedTokens)
+			if time.Since(published) >= liveEvery {
+				published = time.Now()
+				e.publishSpec(sp.snapshot())
+			}
 		} else {
 			logits, err = lm.step(ctx, id)
 		}

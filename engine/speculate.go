@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/strata-llm/strata/engine/model"
@@ -55,6 +56,9 @@ type SpecStats struct {
 	Verifies   int `json:"verify_steps"`    // forwards with drafts
 	PlainSteps int `json:"plain_steps"`     // one-row forwards
 	Refills    int `json:"refills"`         // rollbacks the session could not do, forwarded again instead
+	// Depths[k-1] is how many verifies checked k drafts (the depths the
+	// gate chose, or the fixed depth where drafts were that long).
+	Depths []int `json:"depths"`
 	// T1MS is T(1), the measured time of a one-row forward; TRatio[n-1]
 	// is T(n)/T(1) (0 where n rows were never measured).
 	T1MS   float64   `json:"t1_ms"`
@@ -82,16 +86,42 @@ type speculator struct {
 	probs    []float64
 	k        int
 	accepted int
-	hidden   [][]float32 // the verify's hidden rows (MTP only)
-	row      []float32   // the logits that follow an accepted draft
+	row      []float32 // the logits that follow an accepted draft
+}
+
+// speculation is the engine's speculation settings now.
+func (e *Engine) speculation() Speculation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.opts.Speculation
+}
+
+// mtpOn reports whether a request with settings o drafts with lm's MTP
+// head.
+func mtpOn(lm *loaded, o Speculation, req Request) (model.DraftHead, bool) {
+	h, ok := lm.sess.(model.DraftHead)
+	return h, ok && o.on() && o.MTP && req.Constraint == nil && h.DraftDepth() > 0
+}
+
+// drafting turns the session's MTP head cache on for a request that
+// drafts with it and off for one that does not (plain decoding then pays
+// nothing for it), before the prompt is forwarded. It returns how many
+// leading positions of the session the request may reuse: those the head
+// covers when it drafts.
+func drafting(lm *loaded, o Speculation, req Request) int {
+	h, on := mtpOn(lm, o, req)
+	if h == nil {
+		return lm.sess.Len()
+	}
+	if n := h.SetDrafting(on); on {
+		return n
+	}
+	return lm.sess.Len()
 }
 
 // newSpeculator returns the generation's speculator, or nil when it
 // decodes plainly.
-func (e *Engine) newSpeculator(lm *loaded, req Request) *speculator {
-	e.mu.Lock()
-	o := e.opts.Speculation
-	e.mu.Unlock()
+func newSpeculator(lm *loaded, o Speculation, req Request) *speculator {
 	// A structured-output constraint's mask depends on every token before,
 	// so constrained requests decode plainly.
 	if !o.on() || req.Constraint != nil {
@@ -109,7 +139,7 @@ func (e *Engine) newSpeculator(lm *loaded, req Request) *speculator {
 	if o.Lookup {
 		sp.drafters = append(sp.drafters, &speculation.Lookup{})
 	}
-	if h, ok := lm.sess.(model.DraftHead); ok && o.MTP && h.DraftDepth() > 0 {
+	if h, ok := mtpOn(lm, o, req); ok {
 		sp.mtp = &speculation.MTP{Head: h}
 		sp.drafters = append(sp.drafters, sp.mtp)
 	}
@@ -137,9 +167,6 @@ func (sp *speculator) next(smp *sample.Sampler, logits []float32, history []int3
 		}
 		return tok
 	}
-	if sp.mtp != nil { // the last kept position is the verify's row `accepted`
-		sp.mtp.SetHidden(sp.hidden[sp.accepted])
-	}
 	sp.settle()
 	return tok
 }
@@ -149,7 +176,7 @@ func (sp *speculator) settle() {
 	if sp.k > 0 {
 		sp.gate.Verified(sp.src, sp.probs, sp.k, sp.accepted)
 	}
-	sp.pending, sp.rows, sp.hidden, sp.k, sp.accepted = nil, nil, nil, 0, 0
+	sp.pending, sp.rows, sp.k, sp.accepted = nil, nil, 0, 0
 }
 
 // step forwards id (just emitted, the last of history) with the drafts the
@@ -176,8 +203,12 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 		if room <= 0 {
 			break
 		}
+		n := sp.gate.Budget(d.Source(), room)
+		if n <= 0 {
+			continue
+		}
 		t0 := time.Now()
-		if err := d.Draft(ctx, history, room, &sp.draft); err != nil {
+		if err := d.Draft(ctx, history, n, &sp.draft); err != nil {
 			return nil, fmt.Errorf("draft: %w", err)
 		}
 		if n := len(sp.draft.Tokens); n > 0 {
@@ -200,9 +231,6 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 	if k > 0 {
 		b.Logits = sp.flags
 	}
-	if sp.mtp != nil {
-		b.Hidden = sp.flags
-	}
 	t0 := time.Now()
 	if err := lm.sess.Forward(ctx, b); err != nil {
 		return nil, err
@@ -210,23 +238,17 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 	sp.gate.Forward(k+1, time.Since(t0))
 	if k == 0 {
 		sp.st.PlainSteps++
-		if sp.mtp != nil {
-			sp.mtp.SetHidden(b.HiddenOut[0])
-		}
 		return b.Out[0], nil
 	}
 	sp.st.Verifies++
 	sp.st.Verified += k
+	for len(sp.st.Depths) < k {
+		sp.st.Depths = append(sp.st.Depths, 0)
+	}
+	sp.st.Depths[k-1]++
 	sp.pending = append(sp.pending[:0], sp.draft.Tokens[:k]...)
 	sp.rows = append(sp.rows[:0], b.Out...)
 	sp.src, sp.probs, sp.k, sp.accepted = src, append(sp.probs[:0], sp.draft.Probs[:k]...), k, 0
-	if sp.mtp != nil {
-		// The MTP head's next draft starts from the last kept row: the
-		// last one if every draft is accepted, an earlier one (next) on a
-		// rejection.
-		sp.hidden = b.HiddenOut
-		sp.mtp.SetHidden(b.HiddenOut[k])
-	}
 	return b.Out[0], nil
 }
 
@@ -260,10 +282,27 @@ func (sp *speculator) stats() *SpecStats {
 		sp.gate.Verified(sp.src, sp.probs, sp.accepted, sp.accepted)
 		sp.k = 0
 	}
+	return sp.snapshot()
+}
+
+// snapshot reports the generation's speculation so far (a copy).
+func (sp *speculator) snapshot() *SpecStats {
 	st := sp.st
+	st.Depths = slices.Clone(st.Depths)
 	sn := sp.gate.Snapshot()
 	st.T1MS = float64(sn.T1) / float64(time.Millisecond)
 	st.TRatio = sn.Ratios
 	st.Acceptance = sn.Acceptance
 	return &st
+}
+
+// liveEvery is how often a generation publishes its speculation figures to
+// the engine's Status (the API's telemetry reads them).
+const liveEvery = 500 * time.Millisecond
+
+// publish makes st the engine's live speculation figures.
+func (e *Engine) publishSpec(st *SpecStats) {
+	e.mu.Lock()
+	e.liveSpec = st
+	e.mu.Unlock()
 }

@@ -165,4 +165,8 @@ type Status struct {
 	BackendReason string `json:"backend_reason,omitempty"`
 	// BackendFallback: Metal was wanted and the CPU runs the model.
 	BackendFallback bool `json:"backend_fallback,omitempty"`
+	// Speculation is the running generation's speculation so far (updated
+	// every half second), else the last speculating generation's; nil
+	// before any.
+	Speculation *SpecStats `json:"speculation,omitempty"`
 }

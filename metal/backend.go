@@ -549,23 +549,39 @@ func (b *Backend) GatedRMSNorm(x, z, w []float32, rows int, eps float32) {
 }
 
 // copySnaps copies the staged snapshots (each n floats, consecutive from
-// st) into snaps (x·1 is exact).
+// st) into snaps (x·1 is exact), skipping nil ones.
 func (b *Backend) copySnaps(st BufRef, snaps [][]float32, n int) {
 	for i, sn := range snaps {
+		if sn == nil {
+			continue // a row whose state the caller does not keep
+		}
 		Axpy{N: n, W: 1, Y: b.out(sn[:n]), X: BufRef{Buf: st.Buf, Off: st.Off + 4*i*n}}.Encode(&b.cmds)
 	}
 	b.cmds.Barrier()
 }
 
+// copyState makes state[:n] a copy of from[:n] on the GPU (x·1 is exact),
+// for the recurrent ops' from argument; nothing when from is nil or state.
+func (b *Backend) copyState(from, state []float32, n int) {
+	if from == nil || n == 0 || &from[0] == &state[0] {
+		return
+	}
+	Axpy{N: n, W: 1, Y: b.out(state[:n]), X: b.in(from[:n])}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
 // CausalConv implements backend.Backend.
-func (b *Backend) CausalConv(out, x, state, w []float32, rows, channels, taps int, snaps [][]float32) {
+// With from set, the window is read from from and the new one written to
+// state (copied on the GPU first, then updated in place).
+func (b *Backend) CausalConv(out, x, from, state, w []float32, rows, channels, taps int, snaps [][]float32) {
 	if taps < 2 || taps > MaxConvTaps || rows == 0 || len(snaps) > rows {
 		if b.syncForHost() {
-			b.hostOps().CausalConv(out, x, state, w, rows, channels, taps, snaps)
+			b.hostOps().CausalConv(out, x, from, state, w, rows, channels, taps, snaps)
 		}
 		return
 	}
 	k := taps - 1
+	b.copyState(from, state, channels*k)
 	op := CausalConv{Rows: rows, Channels: channels, Taps: taps, NSnap: len(snaps), Out: b.out(out[:rows*channels]),
 		X: b.in(x[:rows*channels]), State: b.out(state[:channels*k]), W: b.in(w[:channels*taps])}
 	if len(snaps) > 0 {
@@ -579,18 +595,21 @@ func (b *Backend) CausalConv(out, x, state, w []float32, rows, channels, taps in
 }
 
 // GatedDeltaNet implements backend.Backend.
-func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []float32, rows int, state []float32, snaps [][]float32, out []float32) {
+// With from set, the state is read from from and the new one written to
+// state (copied on the GPU first, then updated in place).
+func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []float32, rows int, from, state []float32, snaps [][]float32, out []float32) {
 	// The kernel maps value head h to key head h/(ValueHeads/KeyHeads)
 	// (qwen3next); qwen4exp's tiled broadcast (h mod KeyHeads) runs on
 	// the host until the kernel learns it.
 	tiled := p.KeyTiled && p.KeyHeads != p.ValueHeads
 	if tiled || !DeltaNetDim(p.Dim) || rows == 0 || len(snaps) > rows || p.KeyHeads <= 0 || p.ValueHeads%p.KeyHeads != 0 {
 		if b.syncForHost() {
-			b.hostOps().GatedDeltaNet(p, qkv, beta, alpha, rows, state, snaps, out)
+			b.hostOps().GatedDeltaNet(p, qkv, beta, alpha, rows, from, state, snaps, out)
 		}
 		return
 	}
 	hv, d := p.ValueHeads, p.Dim
+	b.copyState(from, state, hv*d*d)
 	conv := 2*p.KeyHeads*d + hv*d
 	op := GatedDeltaNet{KeyHeads: p.KeyHeads, ValueHeads: hv, Dim: d, Rows: rows, NSnap: len(snaps), Eps: p.Eps,
 		QKV: b.in(qkv[:rows*conv]), B: b.in(beta[:rows*hv]), A: b.in(alpha[:rows*hv]), State: b.out(state[:hv*d*d]),

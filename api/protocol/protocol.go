@@ -334,6 +334,10 @@ type EngineStatus struct {
 	// BackendFallback: Metal was wanted and the CPU runs the model (the
 	// selftest failed, or this is not a Mac with Apple silicon).
 	BackendFallback bool `json:"backend_fallback,omitempty"`
+	// Speculation is live: the running generation's speculative decoding
+	// so far (refreshed every half second), else the last speculating
+	// generation's; absent before any.
+	Speculation *SpecStats `json:"speculation,omitempty"`
 }
 
 // LoadProgress is how far a model's load has come.
@@ -387,15 +391,17 @@ type RoutingStats struct {
 // SpecStats describe speculative decoding over one generation; the
 // timings and acceptance are measured over the loaded model's requests.
 type SpecStats struct {
-	Proposed   int                  `json:"drafts_proposed"` // tokens drafters proposed
-	Verified   int                  `json:"drafts_verified"` // drafted tokens checked by the model
-	Accepted   int                  `json:"drafts_accepted"` // drafted tokens kept
-	Declined   int                  `json:"drafts_declined"` // proposed but not checked (not worth it)
-	Verifies   int                  `json:"verify_steps"`    // steps that checked drafts
-	PlainSteps int                  `json:"plain_steps"`     // steps of one token
-	T1MS       float64              `json:"t1_ms"`           // time of a one-token step
-	TRatio     []float64            `json:"t_ratio"`         // [n-1]: time of an n-token step / T(1); 0 unmeasured
-	Acceptance map[string][]float64 `json:"acceptance"`      // per drafter, by draft position
+	Proposed   int                  `json:"drafts_proposed"`   // tokens drafters proposed
+	Verified   int                  `json:"drafts_verified"`   // drafted tokens checked by the model
+	Accepted   int                  `json:"drafts_accepted"`   // drafted tokens kept
+	Declined   int                  `json:"drafts_declined"`   // proposed but not checked (not worth it)
+	Verifies   int                  `json:"verify_steps"`      // steps that checked drafts
+	PlainSteps int                  `json:"plain_steps"`       // steps of one token
+	T1MS       float64              `json:"t1_ms"`             // time of a one-token step
+	TRatio     []float64            `json:"t_ratio"`           // [n-1]: time of an n-token step / T(1); 0 unmeasured
+	Acceptance map[string][]float64 `json:"acceptance"`        // per drafter, by draft position
+	Depths     []int                `json:"depths,omitempty"`  // [k-1]: verifies that checked k drafts
+	Refills    int                  `json:"refills,omitempty"` // rollbacks done by forwarding the kept tokens again
 }
 
 // ModelEntry is one model of models.list.
@@ -449,6 +455,8 @@ type Telemetry struct {
 	// the engine streamed experts for it.
 	CacheHitRate      *float64 `json:"cache_hit_rate,omitempty"`
 	SSDBytesPerSecond *float64 `json:"ssd_bytes_per_second,omitempty"`
+	// Speculation: as in EngineStatus (live during a generation).
+	Speculation *SpecStats `json:"speculation,omitempty"`
 }
 
 // KeepAlive is how long the model stays loaded after a request: a number

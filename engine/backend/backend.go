@@ -149,15 +149,19 @@ type Backend interface {
 	// ([channels][taps-1], the inputs before row 0, oldest first) and x,
 	// with w ([channels][taps]), followed by SiLU, into out
 	// ([rows][channels]) (ggml_ssm_conv then ggml_silu). state is replaced
-	// by the last taps-1 inputs; snaps[i], if any, receives the state as it
-	// is after row rows-len(snaps)+i (len(snaps) ≤ rows).
-	CausalConv(out, x, state, w []float32, rows, channels, taps int, snaps [][]float32)
+	// by the last taps-1 inputs; snaps[i], if any and not nil, receives the
+	// state as it is after row rows-len(snaps)+i (len(snaps) ≤ rows). With
+	// from not nil, the inputs before row 0 are read from from (left
+	// unchanged unless it is state) instead of state, which only receives
+	// the result: a session keeps its checkpoint without copying it.
+	CausalConv(out, x, from, state, w []float32, rows, channels, taps int, snaps [][]float32)
 	// GatedDeltaNet runs the gated delta rule (ggml_gated_delta_net as
 	// llama.cpp's CPU backend computes it, one token after another) for
 	// rows rows, updating state ([ValueHeads][Dim][Dim], row j of head h
 	// is column j of its state matrix) in place; see DeltaNetParams for
-	// the inputs. snaps works as in CausalConv. out is [rows][ValueHeads*Dim].
-	GatedDeltaNet(p DeltaNetParams, qkv, b, a []float32, rows int, state []float32, snaps [][]float32, out []float32)
+	// the inputs. snaps and from work as in CausalConv. out is
+	// [rows][ValueHeads*Dim].
+	GatedDeltaNet(p DeltaNetParams, qkv, b, a []float32, rows int, from, state []float32, snaps [][]float32, out []float32)
 	// Sync waits until every queued op has run, so the host may read
 	// their results.
 	Sync() error

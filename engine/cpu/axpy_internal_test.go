@@ -21,14 +21,22 @@ func TestScaleMadArch(t *testing.T) {
 		for i := 0; i < np; i++ {
 			ys[i] = fmaF32(x[i], a, ys[i])
 		}
-		for i := madArch(yv, x, np, a); i < np; i++ {
+		vec := madArch(yv, x, np, a)
+		if wantVectorAxpy && vec != np {
+			t.Fatalf("n=%d: the vector mad did %d of %d values", n, vec, np)
+		}
+		for i := vec; i < np; i++ {
 			yv[i] = fmaF32(x[i], a, yv[i])
 		}
 		xs, xv := append([]float32(nil), x...), append([]float32(nil), x...)
 		for i := range xs {
 			xs[i] *= a
 		}
-		for i := scaleArch(xv, a); i < n; i++ {
+		vs := scaleArch(xv, a)
+		if wantVectorAxpy && vs < n&^7 {
+			t.Fatalf("n=%d: the vector scale did %d of %d values", n, vs, n)
+		}
+		for i := vs; i < n; i++ {
 			xv[i] *= a
 		}
 		for i := range ys {

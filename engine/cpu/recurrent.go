@@ -108,14 +108,14 @@ func gatedNorm(x, z, w []float32, eps float32) {
 
 // CausalConv implements backend.Backend: one pool item per block of
 // channels, each running its channels over all rows.
-func (b *Backend) CausalConv(out, x, state, w []float32, rows, channels, taps int, snaps [][]float32) {
+func (b *Backend) CausalConv(out, x, from, state, w []float32, rows, channels, taps int, snaps [][]float32) {
 	b.invalidate()
 	// Blocks of whole 8-channel groups, so that each row's SiLU splits
 	// into vector and scalar parts where ggml's does.
 	per := (channels + 4*b.pool.Threads() - 1) / (4 * b.pool.Threads())
 	per = max(8, (per+7)&^7)
 	c := &b.conv
-	*c = convTask{out: out, x: x, state: state, w: w, rows: rows, channels: channels, taps: taps, snaps: snaps, per: per, seq: c.seq}
+	*c = convTask{out: out, x: x, from: from, state: state, w: w, rows: rows, channels: channels, taps: taps, snaps: snaps, per: per, seq: c.seq}
 	for len(c.seq) < b.pool.Threads() {
 		c.seq = append(c.seq, nil)
 	}
@@ -124,7 +124,7 @@ func (b *Backend) CausalConv(out, x, state, w []float32, rows, channels, taps in
 }
 
 type convTask struct {
-	out, x, state, w          []float32
+	out, x, from, state, w    []float32
 	rows, channels, taps, per int
 	snaps                     [][]float32
 	seq                       [][]float32 // per thread: one channel's sequence
@@ -141,7 +141,11 @@ func (c *convTask) Run(wk, item int) {
 	first := c.rows - len(c.snaps)
 	for ch := c0; ch < c1; ch++ {
 		st := c.state[ch*k : (ch+1)*k]
-		copy(seq, st)
+		if c.from != nil {
+			copy(seq, c.from[ch*k:(ch+1)*k])
+		} else {
+			copy(seq, st)
+		}
 		for t := 0; t < c.rows; t++ {
 			seq[k+t] = c.x[t*c.channels+ch]
 		}
@@ -155,6 +159,9 @@ func (c *convTask) Run(wk, item int) {
 			c.out[t*c.channels+ch] = sum
 		}
 		for i, s := range c.snaps {
+			if s == nil {
+				continue
+			}
 			t := first + i
 			copy(s[ch*k:(ch+1)*k], seq[t+1:t+1+k])
 		}
@@ -179,10 +186,10 @@ func (c *convTask) Run(wk, item int) {
 // each running its head through all rows, as ggml-cpu's
 // ggml_compute_forward_gated_delta_net does (the state stored transposed,
 // ggml_vec_scale/dot/mad_f32).
-func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, bb, a []float32, rows int, state []float32, snaps [][]float32, out []float32) {
+func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, bb, a []float32, rows int, from, state []float32, snaps [][]float32, out []float32) {
 	b.invalidate()
 	d := &b.delta
-	*d = deltaTask{p: p, qkv: qkv, b: bb, a: a, rows: rows, state: state, snaps: snaps, out: out, scratch: d.scratch}
+	*d = deltaTask{p: p, qkv: qkv, b: bb, a: a, rows: rows, from: from, state: state, snaps: snaps, out: out, scratch: d.scratch}
 	for len(d.scratch) < b.pool.Threads() {
 		d.scratch = append(d.scratch, nil)
 	}
@@ -194,6 +201,7 @@ type deltaTask struct {
 	p          backend.DeltaNetParams
 	qkv, b, a  []float32
 	rows       int
+	from       []float32 // nil: state is read in place
 	state, out []float32
 	snaps      [][]float32
 	scratch    [][]float32 // per thread: q, k
@@ -214,6 +222,10 @@ func (d *deltaTask) Run(wk, h int) {
 	keyDim := p.KeyHeads * D
 	convDim := 2*keyDim + hv*D
 	s := d.state[h*D*D : (h+1)*D*D]
+	var src []float32 // the state before row 0, when not s
+	if d.from != nil {
+		src = d.from[h*D*D : (h+1)*D*D]
+	}
 	qb, kb := f32Bytes(q), f32Bytes(k)
 	scale := 1 / float32(math.Sqrt(float64(float32(D))))
 	first := d.rows - len(d.snaps)
@@ -234,6 +246,12 @@ func (d *deltaTask) Run(wk, h int) {
 		o := d.out[(t*hv+h)*D : (t*hv+h+1)*D]
 		for j := 0; j < D; j++ {
 			sr := s[j*D : (j+1)*D]
+			if t == 0 && src != nil {
+				// Row j of the state before row 0, read where it is kept
+				// (the checkpoint) and scaled here: one pass over the
+				// state, where a copy into the live state was another.
+				copy(sr, src[j*D:(j+1)*D])
+			}
 			for i := scaleArch(sr, eg); i < D; i++ {
 				sr[i] *= eg
 			}
@@ -246,7 +264,7 @@ func (d *deltaTask) Run(wk, h int) {
 			}
 			o[j] = dotF32(D, f32Bytes(sr), qb) * scale
 		}
-		if i := t - first; i >= 0 {
+		if i := t - first; i >= 0 && d.snaps[i] != nil {
 			copy(d.snaps[i][h*D*D:(h+1)*D*D], s)
 		}
 	}

@@ -62,7 +62,7 @@ func TestCausalConv(t *testing.T) {
 	st := slices.Clone(st0)
 	snaps := [][]float32{make([]float32, len(st)), make([]float32, len(st))}
 	out := make([]float32, rows*ch)
-	be.CausalConv(out, x, st, w, rows, ch, taps, snaps)
+	be.CausalConv(out, x, nil, st, w, rows, ch, taps, snaps)
 	if i, ok := near(out, want, 1e-5); !ok {
 		t.Fatalf("output %d: %g, reference %g", i, out[i], want[i])
 	}
@@ -72,13 +72,22 @@ func TestCausalConv(t *testing.T) {
 	// In two calls: 12 rows (snaps[0] is the state after them), then 1.
 	st2 := slices.Clone(st0)
 	out2 := make([]float32, rows*ch)
-	be.CausalConv(out2[:12*ch], x[:12*ch], st2, w, 12, ch, taps, nil)
+	be.CausalConv(out2[:12*ch], x[:12*ch], nil, st2, w, 12, ch, taps, nil)
 	if !slices.Equal(st2, snaps[0]) {
 		t.Fatal("the state after 12 rows differs from its snapshot")
 	}
-	be.CausalConv(out2[12*ch:], x[12*ch:], st2, w, 1, ch, taps, nil)
+	be.CausalConv(out2[12*ch:], x[12*ch:], nil, st2, w, 1, ch, taps, nil)
 	if !slices.Equal(out, out2) || !slices.Equal(st, st2) {
 		t.Fatal("two calls differ from one")
+	}
+	// Out of place: from is read and left alone, the result goes into a
+	// garbage-filled state, nil snapshots are skipped; same bits.
+	from, dst := slices.Clone(st0), randVec(rng, len(st0), 9)
+	snap := make([]float32, len(st0))
+	out3 := make([]float32, rows*ch)
+	be.CausalConv(out3, x, from, dst, w, rows, ch, taps, [][]float32{snap, nil})
+	if !slices.Equal(out3, out) || !slices.Equal(dst, st) || !slices.Equal(from, st0) || !slices.Equal(snap, snaps[0]) {
+		t.Fatal("from → state differs from the in-place op")
 	}
 }
 
@@ -157,7 +166,7 @@ func TestGatedDeltaNet(t *testing.T) {
 	st := slices.Clone(st0)
 	snaps := [][]float32{make([]float32, len(st)), make([]float32, len(st)), make([]float32, len(st))}
 	out := make([]float32, rows*4*D)
-	be.GatedDeltaNet(p, qkv, b, a, rows, st, snaps, out)
+	be.GatedDeltaNet(p, qkv, b, a, rows, nil, st, snaps, out)
 	if i, ok := near(out, want, 1e-4); !ok {
 		t.Fatalf("output %d: %g, reference %g", i, out[i], want[i])
 	}
@@ -168,13 +177,26 @@ func TestGatedDeltaNet(t *testing.T) {
 	st2 := slices.Clone(st0)
 	out2 := make([]float32, len(out))
 	// 7 rows (snaps[0] is the state after them), then 2.
-	be.GatedDeltaNet(p, qkv[:7*cd], b[:28], a[:28], 7, st2, nil, out2[:7*4*D])
+	be.GatedDeltaNet(p, qkv[:7*cd], b[:28], a[:28], 7, nil, st2, nil, out2[:7*4*D])
 	if !slices.Equal(st2, snaps[0]) {
 		t.Fatal("the state after 7 rows differs from its snapshot")
 	}
-	be.GatedDeltaNet(p, qkv[7*cd:], b[28:], a[28:], 2, st2, nil, out2[7*4*D:])
+	be.GatedDeltaNet(p, qkv[7*cd:], b[28:], a[28:], 2, nil, st2, nil, out2[7*4*D:])
 	if !slices.Equal(out, out2) || !slices.Equal(st, st2) {
 		t.Fatal("two calls differ from one")
+	}
+	// Out of place, as TestCausalConv; and from = state is in place.
+	from, dst := slices.Clone(st0), randVec(rng, len(st0), 9)
+	snap := make([]float32, len(st0))
+	out3 := make([]float32, len(out))
+	be.GatedDeltaNet(p, qkv, b, a, rows, from, dst, [][]float32{snap, nil, nil}, out3)
+	if !slices.Equal(out3, out) || !slices.Equal(dst, st) || !slices.Equal(from, st0) || !slices.Equal(snap, snaps[0]) {
+		t.Fatal("from → state differs from the in-place op")
+	}
+	same := slices.Clone(st0)
+	be.GatedDeltaNet(p, qkv, b, a, rows, same, same, nil, out3)
+	if !slices.Equal(out3, out) || !slices.Equal(same, st) {
+		t.Fatal("from = state differs from the in-place op")
 	}
 }
 
@@ -246,7 +268,7 @@ func BenchmarkGatedDeltaNet(b *testing.B) {
 			out := make([]float32, rows*32*128)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				be.GatedDeltaNet(p, qkv, bb, a, rows, st, nil, out)
+				be.GatedDeltaNet(p, qkv, bb, a, rows, nil, st, nil, out)
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 		})

@@ -108,19 +108,26 @@ type Session interface {
 }
 
 // DraftHead is implemented by a Session whose model carries a
-// multi-token-prediction (nextn) head, for speculative decoding. No
-// architecture implements it yet: qwen3next loads its MTP blocks but does
-// not run them; when it does, its Session implements this and the
-// engine's MTP drafter (engine/speculation) uses it with no other change.
+// multi-token-prediction (nextn) head, for speculative decoding (qwen3next).
+// The head reads the trunk's final hidden state of every position (after
+// the output norm, llama.cpp's h_nextn) inside the session, so the caller
+// passes no hidden rows.
 type DraftHead interface {
 	// DraftDepth is the most tokens one Draft can propose (0: none).
 	DraftDepth() int
+	// SetDrafting turns the head's cache on or off. While on, every
+	// Forward also runs part of the head over its rows (about one
+	// attention layer's K/V per row), so the head attends to every earlier
+	// position; off, plain decoding pays nothing. It returns how many
+	// leading positions the cache covers: a session holding more was
+	// forwarded while drafting was off, and Draft proposes nothing until
+	// it is truncated to at most that many and forwarded again.
+	SetDrafting(on bool) int
 	// Draft proposes up to n tokens to follow the session's tokens and
-	// next (the token about to be forwarded), from hidden, the trunk's
-	// final hidden state of the session's last position (a Batch.HiddenOut
-	// row), calling emit for each in order with the head's probability of
-	// it. The head's own cache follows the session's Truncate.
-	Draft(ctx context.Context, hidden []float32, next int32, n int, emit func(tok int32, p float64)) error
+	// next (the token about to be forwarded), calling emit for each in
+	// order with the head's probability of it. It changes nothing a
+	// Forward computes; the head's cache follows the session's Truncate.
+	Draft(ctx context.Context, next int32, n int, emit func(tok int32, p float64)) error
 }
 
 // TensorRef names one tensor of the file: a 3-D expert tensor

@@ -57,12 +57,13 @@ func TestLookup(t *testing.T) {
 type head struct {
 	depth int
 	fail  error
-	got   []float32
+	next  int32
 }
 
-func (h *head) DraftDepth() int { return h.depth }
-func (h *head) Draft(_ context.Context, hidden []float32, next int32, n int, emit func(int32, float64)) error {
-	h.got = hidden
+func (h *head) DraftDepth() int      { return h.depth }
+func (h *head) SetDrafting(bool) int { return 0 }
+func (h *head) Draft(_ context.Context, next int32, n int, emit func(int32, float64)) error {
+	h.next = next
 	if h.fail != nil {
 		return h.fail
 	}
@@ -76,14 +77,15 @@ func TestMTPDrafter(t *testing.T) {
 	h := &head{depth: 3}
 	m := &speculation.MTP{Head: h}
 	var d speculation.Draft
-	if err := m.Draft(context.Background(), []int32{5}, 5, &d); err != nil || len(d.Tokens) != 0 {
-		t.Fatalf("without a hidden state: %v %v", d.Tokens, err)
+	if err := m.Draft(context.Background(), nil, 5, &d); err != nil || len(d.Tokens) != 0 {
+		t.Fatalf("without a context: %v %v", d.Tokens, err)
 	}
-	hid := []float32{1, 2}
-	m.SetHidden(hid)
-	hid[0] = 9 // copied
-	if err := m.Draft(context.Background(), []int32{4, 5}, 5, &d); err != nil || !slices.Equal(d.Tokens, []int32{6, 7, 8}) || h.got[0] != 1 {
-		t.Fatalf("draft %v (hidden %v): %v", d.Tokens, h.got, err)
+	if err := m.Draft(context.Background(), []int32{4, 5}, 5, &d); err != nil || !slices.Equal(d.Tokens, []int32{6, 7, 8}) || h.next != 5 {
+		t.Fatalf("draft %v (next %d): %v", d.Tokens, h.next, err)
+	}
+	d.Reset()
+	if err := m.Draft(context.Background(), []int32{4, 5}, 2, &d); err != nil || len(d.Tokens) != 2 {
+		t.Fatalf("max 2: %v %v", d.Tokens, err)
 	}
 	d.Reset()
 	h.fail = errors.New("boom")

@@ -46,30 +46,25 @@ type Drafter interface {
 	Draft(ctx context.Context, context []int32, max int, d *Draft) error
 }
 
-// MTP drafts with a model's multi-token-prediction head. The engine feeds
-// it the trunk's final hidden state of the last forwarded position (its
-// batches then ask for that row's Hidden output) before each Draft.
+// MTP drafts with a model's multi-token-prediction head. The session runs
+// the head from its own final hidden states (model.DraftHead); the head's
+// cache must be on (SetDrafting) before the prompt is forwarded.
 type MTP struct {
-	Head   model.DraftHead
-	hidden []float32
+	Head model.DraftHead
 }
 
 // Source implements Drafter.
 func (m *MTP) Source() gate.Source { return gate.MTP }
 
-// SetHidden records the hidden state of the row before context's last
-// token (copied).
-func (m *MTP) SetHidden(h []float32) { m.hidden = append(m.hidden[:0], h...) }
-
 // Draft implements Drafter: the head's greedy tokens, chained, up to its
 // depth.
 func (m *MTP) Draft(ctx context.Context, context []int32, max int, d *Draft) error {
-	if len(m.hidden) == 0 || len(context) == 0 {
+	if len(context) == 0 {
 		return nil
 	}
 	max = min(max, m.Head.DraftDepth())
 	if max <= 0 {
 		return nil
 	}
-	return m.Head.Draft(ctx, m.hidden, context[len(context)-1], max, func(tok int32, p float64) { d.Add(tok, p) })
+	return m.Head.Draft(ctx, context[len(context)-1], max, func(tok int32, p float64) { d.Add(tok, p) })
 }

@@ -260,7 +260,7 @@ var fields = []Field{
 	{Key: "speculation.prompt_lookup", Group: GroupSpeculation, Label: "Prompt-lookup drafts", Kind: Bool, Live: true,
 		Help: "Takes guesses from text already in the conversation, which helps when answers repeat or quote it.",
 		ptr:  func(s *Settings) any { return &s.Speculation.PromptLookup }},
-	{Key: "speculation.mtp", Group: GroupSpeculation, Label: "Model's own drafts (MTP)", Kind: Bool,
+	{Key: "speculation.mtp", Group: GroupSpeculation, Label: "Model's own drafts (MTP)", Kind: Bool, Live: true,
 		Help: "Lets a model that has a built-in look-ahead head guess the next words with it (models without one are not affected).",
 		ptr:  func(s *Settings) any { return &s.Speculation.MTP }},
 

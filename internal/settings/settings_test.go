@@ -49,14 +49,10 @@ func TestFieldsComplete(t *testing.T) {
 	if n != len(seen) {
 		t.Errorf("Settings has %d JSON fields, Fields describes %d", n, len(seen))
 	}
-	// No architecture runs its MTP head yet: the knob is shown, not live.
-	if f, _ := Lookup("speculation.mtp"); f.Live {
-		t.Error("speculation.mtp must not be live: no model's MTP head runs yet")
-	}
 	for _, k := range []string{"advanced.threads", "advanced.context_length", "memory.keep_loaded_minutes", "api.port", "api.allow_network",
 		"routing.enabled", "routing.strength", "routing.protected_ranks", "routing.max_rank_window", "routing.always_kept",
 		"memory.expert_cache_gb", "memory.learn_usage", "speculation.enabled", "speculation.auto_depth", "speculation.max_draft_tokens",
-		"speculation.min_draft_probability", "speculation.prompt_lookup"} {
+		"speculation.min_draft_probability", "speculation.prompt_lookup", "speculation.mtp"} {
 		if f, _ := Lookup(k); !f.Live {
 			t.Errorf("%s should be live", k)
 		}

@@ -79,3 +79,18 @@ func (a *Attention) ForwardSparse(be backend.Backend, kv *backend.KVCache, il in
 	}
 	be.Linear(a.O, att, rows, out)
 }
+
+// Store computes only the K and V of rows rows of xn (row r at position
+// pos0+r) and stores them in layer il of kv, as Forward does, without the
+// attention itself: a cache that only later rows read (the MTP head's pass
+// over the trunk's rows, whose outputs nothing reads).
+func (a *Attention) Store(be backend.Backend, kv *backend.KVCache, il int, xn []float32, rows, pos0 int, cs []float32, buf *AttnBuf) {
+	a.size(be, buf, rows)
+	p := a.P
+	kd := p.HeadsKV * p.HeadDim
+	k, v := buf.k[:rows*kd], buf.v[:rows*kd]
+	be.Linear(a.K, xn, rows, k)
+	be.Linear(a.V, xn, rows, v)
+	be.NormRope(k, rows, p.HeadsKV, p.HeadDim, a.KNorm, a.Eps, cs, a.RopeDims)
+	be.StoreKV(kv, il, k, v, rows, pos0)
+}

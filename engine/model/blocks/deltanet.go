@@ -88,6 +88,15 @@ func (d *DeltaNet) size(be backend.Backend, buf *DeltaBuf, rows int) {
 // input xn into out ([rows][embd]), advancing st; snaps (at most rows) are
 // states to fill with the state after each of the last len(snaps) rows.
 func (d *DeltaNet) Forward(be backend.Backend, st DeltaState, snaps []DeltaState, xn []float32, rows int, buf *DeltaBuf, out []float32) {
+	d.ForwardFrom(be, DeltaState{}, st, snaps, xn, rows, buf, out)
+}
+
+// ForwardFrom is Forward reading the state before row 0 from from (when
+// its slices are not nil; it is left unchanged unless it is st) and
+// writing the state after the last row into st: a session that keeps its
+// checkpoints in a ring steps from one slot into the next without copying
+// the state. Snapshots with nil slices are skipped.
+func (d *DeltaNet) ForwardFrom(be backend.Backend, from, st DeltaState, snaps []DeltaState, xn []float32, rows int, buf *DeltaBuf, out []float32) {
 	d.size(be, buf, rows)
 	ch, hv, vd := d.Channels(), d.P.ValueHeads, d.P.ValueHeads*d.P.Dim
 	qkv, conv, z := buf.qkv[:rows*ch], buf.conv[:rows*ch], buf.z[:rows*vd]
@@ -107,8 +116,8 @@ func (d *DeltaNet) Forward(be backend.Backend, st DeltaState, snaps []DeltaState
 		buf.convSnaps = append(buf.convSnaps, s.Conv)
 		buf.stateSnaps = append(buf.stateSnaps, s.S)
 	}
-	be.CausalConv(conv, qkv, st.Conv, d.Conv, rows, ch, d.Taps, buf.convSnaps)
-	be.GatedDeltaNet(d.P, conv, b, a, rows, st.S, buf.stateSnaps, o)
+	be.CausalConv(conv, qkv, from.Conv, st.Conv, d.Conv, rows, ch, d.Taps, buf.convSnaps)
+	be.GatedDeltaNet(d.P, conv, b, a, rows, from.S, st.S, buf.stateSnaps, o)
 	if d.SigmoidGate {
 		// ggml_rms_norm, ggml_mul by Norm, ggml_mul by ggml_sigmoid(z).
 		be.RMSNorm(o, o, d.Norm, rows*hv, d.RMSEps)

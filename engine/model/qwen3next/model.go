@@ -3,8 +3,9 @@
 // DeltaNet (linear attention with a recurrent state) layers, and every
 // full_attention_interval-th layer a gated attention with Q/K RMSNorm and
 // partial NEOX RoPE; each followed by a softmax-routed top-k SwiGLU mixture
-// of experts plus a sigmoid-gated shared expert. MTP (nextn) blocks are
-// loaded and checked but not run by plain decoding.
+// of experts plus a sigmoid-gated shared expert. The MTP (nextn) block,
+// where the file has one, drafts tokens for speculative decoding (mtp.go,
+// model.DraftHead); plain decoding never runs it.
 package qwen3next
 
 import (
@@ -111,6 +112,23 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 		m.layers[i].moe.Usage = opts.Usage
 		if i+1 < len(m.layers) {
 			m.layers[i].moe.NextRouter = m.layers[i+1].moe.Router
+		}
+	}
+	if len(m.mtp) > 0 {
+		// The MTP block's experts are read from the file's mapping even
+		// when the trunk's stream through the expert cache: only drafts use
+		// them, and exact routing (no MoCE, no usage history) keeps the
+		// head's drafts independent of the cache.
+		ml := model.ExpertLayout{Experts: hp.Experts, Layers: make([]*model.LayerExperts, hp.Layers+len(m.mtp))}
+		for j := range m.mtp {
+			ml.Layers[hp.Layers+j] = &m.mtp[j].experts
+		}
+		mp, err := experts.NewFile(f, &ml)
+		if err != nil {
+			return nil, fmt.Errorf("%s: MTP block: %w", Arch, err)
+		}
+		for j := range m.mtp {
+			m.mtp[j].moe.Provider = mp
 		}
 	}
 	return m, nil
@@ -255,8 +273,8 @@ func (m *Model) loadMTP(ld *blocks.Loader, i int) (mtpBlock, error) {
 // Hparams returns the model's dimensions.
 func (m *Model) Hparams() Hparams { return m.hp }
 
-// MTPBlocks is the number of MTP blocks the file carries (loaded, not run
-// by plain decoding).
+// MTPBlocks is the number of MTP blocks the file carries (the first drafts
+// for speculation; plain decoding runs none).
 func (m *Model) MTPBlocks() int { return len(m.mtp) }
 
 // Info implements model.Model.

@@ -34,6 +34,7 @@ type Session struct {
 	moe      blocks.MoEBuf
 	head     blocks.HeadBuf
 	snaps    []blocks.DeltaState
+	mtp      mtpState // the MTP head's cache (drafting only; mtp.go)
 }
 
 // NewSession implements model.Model.
@@ -57,7 +58,7 @@ func (m *Model) NewSession(nCtx int) (model.Session, error) {
 // checkpoints, buffers.
 func (s *Session) MemoryBytes() int64 {
 	return s.kv.Bytes() + s.rec.Bytes() + 4*int64(cap(s.x)+cap(s.xn)+cap(s.y)+cap(s.cs)) +
-		s.attn.Bytes() + s.delta.Bytes() + s.moe.Bytes() + s.head.Bytes()
+		s.attn.Bytes() + s.delta.Bytes() + s.moe.Bytes() + s.head.Bytes() + s.mtp.bytes()
 }
 
 // Tokens implements model.Session.
@@ -86,6 +87,7 @@ func (s *Session) Truncate(n int) error {
 	}
 	s.rec.Truncate(n, len(s.tokens))
 	s.tokens = s.tokens[:n]
+	s.mtpTruncate(n)
 	return nil
 }
 
@@ -93,6 +95,7 @@ func (s *Session) Truncate(n int) error {
 func (s *Session) Close() error {
 	s.kv = &backend.KVCache{}
 	s.closed = true
+	s.mtp = mtpState{}
 	return nil
 }
 
@@ -108,8 +111,8 @@ func (s *Session) ensure(nt int) {
 
 // Forward implements model.Session. The recurrent states after the last
 // rows of the batch (up to Checkpoints-1 of them) are kept in the ring; on
-// error the live state is restored from the checkpoint of the present, so
-// the session is as it was.
+// error the present's checkpoint, which the batch only read, is still the
+// state, so the session is as it was.
 func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 	hp := s.m.hp
 	nt := len(b.Tokens)
@@ -131,10 +134,10 @@ func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 	pos0 := len(s.tokens)
 	s.rec.Begin(pos0, nt)
 	if err := s.forward(ctx, b, pos0); err != nil {
-		s.rec.Restore(pos0)
+		s.rec.Abort()
 		return err
 	}
-	s.rec.Commit(pos0, nt)
+	s.rec.Commit()
 	s.tokens = append(s.tokens, b.Tokens...)
 	return nil
 }
@@ -161,7 +164,7 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 			for _, bs := range s.rec.Snaps(il) {
 				s.snaps = append(s.snaps, blocks.DeltaStateOf(bs))
 			}
-			l.delta.Forward(be, blocks.DeltaStateOf(s.rec.Live(il)), s.snaps, xn, nt, &s.delta, y)
+			l.delta.ForwardFrom(be, blocks.DeltaStateOf(s.rec.From(il)), blocks.DeltaStateOf(s.rec.State(il)), s.snaps, xn, nt, &s.delta, y)
 		} else {
 			l.attn.Forward(be, s.kv, il, xn, nt, pos0, cs, &s.attn, y)
 		}
@@ -171,5 +174,11 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 			return err
 		}
 	}
-	return m.head.Forward(be, x, b, &s.head)
+	if err := m.head.Forward(be, x, b, &s.head); err != nil {
+		return err
+	}
+	if s.mtp.on && s.mtp.valid == pos0 {
+		s.mtpTrack(b.Tokens, x, pos0)
+	}
+	return nil
 }

@@ -145,8 +145,9 @@ func (l *pleLayer) groupedNorm(be backend.Backend, out, x, w []float32, rows int
 // Forward adds the PLE to rows rows of the hyper-connection streams x
 // ([rows][hc][embd]), from emb ([rows][embd]: each row's Heads gathered
 // table rows side by side), updating the convolution history state
-// (StateLen values) and filling snaps (as the backend's CausalConv).
-func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, state []float32, snaps [][]float32, buf *pleBuf) error {
+// (StateLen values) from from into state and filling snaps (as the
+// backend's CausalConv: from nil updates state in place).
+func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, from, state []float32, snaps [][]float32, buf *pleBuf) error {
 	if l.ones == nil {
 		l.ones = make([]float32, l.Embd)
 		for i := range l.ones {
@@ -192,7 +193,7 @@ func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, state
 		return err
 	}
 	// key is free again: it takes the convolution's output.
-	be.CausalConv(key, convd, state, l.Conv, rows, d, l.Taps, snaps)
+	be.CausalConv(key, convd, from, state, l.Conv, rows, d, l.Taps, snaps)
 	be.Add(gated, key)        // gated + silu(conv)
 	be.Add(x[:rows*d], gated) // hidden + (gated + conv)
 	return nil
@@ -263,7 +264,11 @@ func (s *Session) pleStep(il, nt int, x []float32) error {
 	}
 	s.ple.snaps = s.ple.snaps[:0]
 	for _, bs := range s.rec.Snaps(il) {
-		s.ple.snaps = append(s.ple.snaps, bs[2])
+		var b []float32 // nil: a skipped snapshot
+		if bs != nil {
+			b = bs[2]
+		}
+		s.ple.snaps = append(s.ple.snaps, b)
 	}
-	return m.pleL.Forward(m.be, x, emb, nt, s.rec.Live(il)[2], s.ple.snaps, &s.ple.buf)
+	return m.pleL.Forward(m.be, x, emb, nt, s.rec.From(il)[2], s.rec.State(il)[2], s.ple.snaps, &s.ple.buf)
 }

@@ -173,7 +173,7 @@ func TestPLELayer(t *testing.T) {
 		var buf pleBuf
 		at := 0
 		for _, n := range chunks {
-			if err := l.Forward(be, x[at*d:], emb[at*e:], n, state, nil, &buf); err != nil {
+			if err := l.Forward(be, x[at*d:], emb[at*e:], n, nil, state, nil, &buf); err != nil {
 				t.Fatal(err)
 			}
 			at += n

@@ -161,7 +161,7 @@ func TestSparseRollback(t *testing.T) {
 				t.Fatalf("k %d layer %d: the indexer's pooled blocks after a rollback (%d) differ from a fresh session's (%d)", k, il, c.nPooled, fc.nPooled)
 			}
 		}
-		if il := m.hp.PLE.Layer; !spSame(s.rec.Live(il)[2], altFresh.rec.Live(il)[2]) {
+		if il := m.hp.PLE.Layer; !spSame(s.rec.Present(il)[2], altFresh.rec.Present(il)[2]) {
 			t.Fatalf("k %d: the PLE history after a rollback differs from a fresh session's", k)
 		}
 		if err := s.Truncate(len(prompt)); err != nil {

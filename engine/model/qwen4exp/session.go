@@ -134,8 +134,8 @@ func (s *Session) ensure(nt int) {
 
 // Forward implements model.Session. The recurrent states after the last
 // rows of the batch (up to Checkpoints-1 of them) are kept in the ring; on
-// error the live state is restored from the checkpoint of the present, so
-// the session is as it was.
+// error the present's checkpoint, which the batch only read, is still the
+// state, so the session is as it was.
 func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 	hp := s.m.hp
 	nt := len(b.Tokens)
@@ -157,11 +157,11 @@ func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 	pos0 := len(s.tokens)
 	s.rec.Begin(pos0, nt)
 	if err := s.forward(ctx, b, pos0); err != nil {
-		s.rec.Restore(pos0)
+		s.rec.Abort()
 		s.qsaTruncate(pos0) // blocks the failed batch completed
 		return err
 	}
-	s.rec.Commit(pos0, nt)
+	s.rec.Commit()
 	s.tokens = append(s.tokens, b.Tokens...)
 	return nil
 }
@@ -207,7 +207,7 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 			for _, bs := range s.rec.Snaps(il) {
 				s.snaps = append(s.snaps, blocks.DeltaStateOf(bs))
 			}
-			l.delta.Forward(be, blocks.DeltaStateOf(s.rec.Live(il)), s.snaps, xn, nt, &s.delta, y)
+			l.delta.ForwardFrom(be, blocks.DeltaStateOf(s.rec.From(il)), blocks.DeltaStateOf(s.rec.State(il)), s.snaps, xn, nt, &s.delta, y)
 		} else if l.ix != nil {
 			if err := s.qsaAttention(l, il, xn, nt, pos0, cs, y); err != nil {
 				return err

@@ -170,13 +170,14 @@ type Gate struct {
 	t        [MaxRows + 1]mean // T(n), seconds
 	draft    map[string]*mean  // d per source: drafting seconds per draft token
 
-	picks   int // picks with drafts available, for the probe schedule
-	drafted int // drafted steps since the last plain forward
+	picks   int            // picks with drafts available, for the probe schedule
+	drafted int            // drafted steps since the last plain forward
+	asks    map[string]int // Budget calls per source that found drafting hopeless
 }
 
 // New returns a gate with no measurements.
 func New(cfg Config) *Gate {
-	g := &Gate{sources: map[string]*source{}, draft: map[string]*mean{}}
+	g := &Gate{sources: map[string]*source{}, draft: map[string]*mean{}, asks: map[string]int{}}
 	g.SetConfig(cfg)
 	return g
 }
@@ -369,6 +370,50 @@ func (g *Gate) Cost(src Source, k int) float64 {
 		c += float64(k-1) * m.v / g.t[1].v
 	}
 	return c
+}
+
+// Budget is how many tokens to ask src to draft at most (room: what the
+// step can take), before drafting: drafting costs time even when Pick
+// then declines every draft (the MTP head runs a whole block per draft;
+// on the 4-layer synthetic qwen3next drafting 3 and declining them all
+// ran at 0.60× plain). It is the best depth plus one (Pick's probe) among
+// those whose value is above 1 even for fully confident drafts (a_j = c_j,
+// the calibration at p = 1, or the measured a_j without probabilities)
+// with every draft's time charged, k·d; 0 when none is, except every
+// ProbeEveryHopeless-th such call, which asks for 1 so the source's
+// acceptance stays measured. With a fixed depth it is room.
+func (g *Gate) Budget(src Source, room int) int {
+	room = min(room, g.cfg.MaxDraft)
+	if room <= 0 || g.cfg.Fixed {
+		return max(room, 0)
+	}
+	s := g.source(src)
+	best, e, prod := 0, 1.0, 1.0
+	for k := 1; k <= room; k++ {
+		p := s.at(k - 1)
+		c := p.acc.v
+		if p.prob.v > 0 {
+			c = clamp01(p.acc.v / p.prob.v)
+		}
+		prod *= c
+		e += prod
+		cost := g.Ratio(k + 1)
+		if m := g.draft[src.Name]; m != nil && g.t[1].count > 0 && g.t[1].v > 0 {
+			cost += float64(k) * m.v / g.t[1].v
+		}
+		if e/cost > 1 {
+			best = k
+		}
+	}
+	if best > 0 {
+		g.asks[src.Name] = 0
+		return min(room, best+1)
+	}
+	g.asks[src.Name]++
+	if g.asks[src.Name]%ProbeEveryHopeless == 0 {
+		return 1
+	}
+	return 0
 }
 
 // Plan is the outcome of a pick: the depth and why.

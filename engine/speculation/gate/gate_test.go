@@ -330,3 +330,47 @@ func TestPlainStepAfterVerifyCarried(t *testing.T) {
 		})
 	}
 }
+
+// TestBudget: a source is asked for drafts only while some depth could pay
+// even with confident drafts and every draft's time charged; a hopeless
+// source is asked for one draft every ProbeEveryHopeless calls; a fixed
+// depth always asks for the room.
+func TestBudget(t *testing.T) {
+	hi := Source{Name: "hi", Priors: []float64{0.9, 0.9, 0.9}}
+	lo := Source{Name: "lo", Priors: []float64{0.5}}
+	g := measured(Config{MaxDraft: 8}, 10, 12, 14, 16)
+	if b := g.Budget(hi, 8); b < 2 {
+		t.Errorf("a cheap accurate source: budget %d", b)
+	}
+	if b := g.Budget(hi, 1); b != 1 {
+		t.Errorf("room 1: budget %d", b)
+	}
+	// The same source with drafting as slow as a forward per token: no
+	// depth pays.
+	g.Drafted(hi, 1, 10*time.Millisecond)
+	if b := g.Budget(hi, 8); b != 0 {
+		t.Errorf("drafts as slow as a step: budget %d", b)
+	}
+	// A source whose confident drafts (p = 0.9) are nearly always wrong.
+	for range 32 {
+		g.Verified(lo, []float64{0.9}, 1, 0)
+	}
+	n := 0
+	for i := 0; i < 2*ProbeEveryHopeless; i++ {
+		if b := g.Budget(lo, 8); b > 0 {
+			if b != 1 {
+				t.Fatalf("hopeless probe asks for %d", b)
+			}
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("hopeless source asked %d times in %d calls, want 2", n, 2*ProbeEveryHopeless)
+	}
+	if b := New(Config{MaxDraft: 5, Fixed: true}).Budget(lo, 8); b != 5 {
+		t.Errorf("fixed depth: budget %d, want 5", b)
+	}
+	if b := g.Budget(hi, 0); b != 0 {
+		t.Errorf("no room: budget %d", b)
+	}
+}
