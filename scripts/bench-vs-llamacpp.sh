@@ -12,6 +12,16 @@
 #   [ROUNDS=n] scripts/bench-vs-llamacpp.sh [QUANTS] [THREADS] [PROMPT] [GEN] [REPS]
 #   e.g. ROUNDS=3 scripts/bench-vs-llamacpp.sh "Q8_0 Q4_K_M IQ2_XS" "1 2" 512 64 3
 #
+# Other shapes: SHAPE names the files and SYNTH holds `strata dev synth`'s
+# shape flags (a llama-quantize file type given as QUANTS is written as its
+# mixture; MIX=1 writes every QUANT as its llama-quantize mixture, IQ2_XS
+# too, as downloaded files are). NODE=0 leaves node-llama-cpp out
+# (llama-bench is the anchor the issues' bars name). Qwen3-Next-80B-A3B's per-layer shapes, 4 layers:
+#   SHAPE=q3n SYNTH="--arch qwen3next --layers 4 --embd 2048 --heads 16 --heads-kv 2
+#     --head-dim 256 --ssm-state 128 --ssm-groups 16 --ssm-v-heads 32 --experts 512
+#     --used 10 --ff-expert 512 --ff-shared 512 --vocab 8192" MIX=1 NODE=0 LLAMA_BENCH=... \
+#     ROUNDS=3 scripts/bench-vs-llamacpp.sh "Q4_K_M IQ2_XS" "1 2"
+#
 # node-llama-cpp busy-waits between ops (its poll setting is not exposed),
 # which on a 2-core machine cuts its 2-thread figures. The fair anchor is
 # llama.cpp's own llama-bench with spin-wait off: set LLAMA_BENCH to a
@@ -42,26 +52,33 @@ go build -o "$dir/strata" .
 strata() { "$dir/strata" "$@" 2> >(grep -v -e 'Fyne error' -e 'Cause:' -e 'At:' >&2); }
 
 lbench=${LLAMA_BENCH:-}
+node=${NODE:-1}
+shape=${SHAPE:-a3b}
+synth=${SYNTH:-"--arch qwen3moe --layers 4 --embd 2048 --heads 32 --heads-kv 4 --head-dim 128 --experts 128 --used 8 --ff-expert 768 --vocab 8192"}
 printf '%-8s %-3s | %8s %8s %8s %6s %6s | %8s %8s %8s %6s %6s | %6s\n' quant thr \
 	"pp ours" "pp node" "pp lb" "/node" "/lb" "tg ours" "tg node" "tg lb" "/node" "/lb" "GB/s"
 for q in $quants; do
-	model="$dir/a3b-$q.gguf"
+	model="$dir/$shape-$q.gguf"
 	if [ ! -f "$model" ]; then
-		strata dev synth --arch qwen3moe --quant "$q" --layers 4 --embd 2048 --heads 32 --heads-kv 4 \
-			--head-dim 128 --experts 128 --used 8 --ff-expert 768 --vocab 8192 --seed 1 --out "$model" >/dev/null
+		mix=${MIX:+--mix}
+		# shellcheck disable=SC2086
+		strata dev synth $synth --quant "$q" $mix --seed 1 --out "$model" >/dev/null
 	fi
 	# Bytes read per decoded token: every non-expert tensor but the token
-	# embeddings (one row is read), plus 8 of 128 experts in each layer.
+	# embeddings (one row is read), plus the used experts of each layer.
 	active=$(strata inspect --json "$model" | python3 -c '
 import json,sys
 r=json.load(sys.stdin)
+h=r["hparams"]; a=h["general.architecture"]
 emb=sum(t["bytes"] for t in r["tensors"] if t["name"]=="token_embd.weight")
-print(r["tensor_bytes"]-r["expert_bytes"]-emb+r["expert_bytes"]*8//128)')
+print(r["tensor_bytes"]-r["expert_bytes"]-emb+r["expert_bytes"]*h[a+".expert_used_count"]//h[a+".expert_count"])')
 	for t in $threads; do
 		log=$(mktemp)
 		for _ in $(seq "$rounds"); do
 			echo "ours $(strata bench --model "$model" --threads "$t" --prompt-tokens "$pp" --gen "$tg" --reps "$reps" --json)" >>"$log"
-			echo "node $(node tools/oracle/bench.mjs "$model" "$t" "$pp" "$tg" "$reps")" >>"$log"
+			if [ "$node" != 0 ]; then
+				echo "node $(node tools/oracle/bench.mjs "$model" "$t" "$pp" "$tg" "$reps")" >>"$log"
+			fi
 			if [ -n "$lbench" ]; then
 				for args in "-p $pp -n 0" "-p 0 -n $tg -d $pp"; do
 					# shellcheck disable=SC2086
@@ -88,7 +105,7 @@ m={k:(statistics.median(x) if x else None) for k,x in v.items()}
 f=lambda x: f"{x:8.1f}" if x else f"{'-':>8}"
 r=lambda a,b: f"{a/b:6.2f}" if b else f"{'-':>6}"
 po,pn,pb,do,dn,db=m["po"],m["pn"],m["pb"],m["do"],m["dn"],m["db"]
-print(f"{q:<8} {t:<3} | {po:8.1f} {pn:8.1f} {f(pb)} {r(po,pn)} {r(po,pb)} | {do:8.1f} {dn:8.1f} {f(db)} {r(do,dn)} {r(do,db)} | {active*do/1e9:6.2f}")
+print(f"{q:<8} {t:<3} | {po:8.1f} {f(pn)} {f(pb)} {r(po,pn)} {r(po,pb)} | {do:8.1f} {f(dn)} {f(db)} {r(do,dn)} {r(do,db)} | {active*do/1e9:6.2f}")
 PY
 		rm -f "$log"
 	done
