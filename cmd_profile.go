@@ -20,22 +20,29 @@ func profilesDir(data string) string { return filepath.Join(data, "profiles") }
 // cmdDevProfile runs a corpus through a model and writes its static usage
 // profile, in the usage history's format, named by the model's identity.
 func cmdDevProfile(ctx context.Context, env *cmdEnv, args []string) error {
-	fs := newFlagSet(env, "dev profile", "strata dev profile --model FILE [--out DIR] [--threads N] CORPUS.txt...",
+	fs := newFlagSet(env, "dev profile", "strata dev profile [--model FILE] [--out DIR] [--threads N] CORPUS.txt...",
 		"Runs the corpus files through the model and writes which experts its tokens\n"+
 			"select, per layer, as a static usage profile named by the model's identity\n"+
 			"(IDENTITY.usage). Put it in the data folder's profiles/ (the default --out)\n"+
 			"or ship it in the app's resources/profiles: when the model streams its\n"+
 			"experts, the expert cache is filled from it blended with the learned history.")
-	modelPath := fs.String("model", "", "GGUF model `file`")
+	modelPath := fs.String("model", "", "GGUF model `file` (default: the demo model)")
 	out := fs.String("out", "", "directory to write the profile to (default: the data folder's profiles/)")
 	threads := fs.Int("threads", cores.Default(), "threads")
 	ctxLen := fs.Int("ctx", 2048, "tokens forwarded per chunk of the corpus, plus one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *modelPath == "" || fs.NArg() == 0 {
+	if fs.NArg() == 0 {
 		fs.Usage()
-		return fmt.Errorf("%w: dev profile needs --model and at least one corpus file", errUsage)
+		return fmt.Errorf("%w: dev profile needs at least one corpus file", errUsage)
+	}
+	if *modelPath == "" {
+		p, err := engine.EnsureDemoModel(ctx, env.Dirs.Cache)
+		if err != nil {
+			return fmt.Errorf("dev profile: %w", err)
+		}
+		*modelPath = p
 	}
 	var texts []string
 	for _, p := range fs.Args() {

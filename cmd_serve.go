@@ -24,6 +24,7 @@ import (
 	"github.com/strata-llm/strata/internal/settings"
 	"github.com/strata-llm/strata/internal/token"
 	"github.com/strata-llm/strata/models"
+	"github.com/strata-llm/strata/resources"
 )
 
 // Log file rotation: 10 MiB per file, 5 old files kept.
@@ -449,5 +450,6 @@ func engineOptions(s settings.Settings, d dirs.Dirs, log *slog.Logger, pick back
 	if d.Data != "" {
 		o.ProfileDirs = []string{profilesDir(d.Data)}
 	}
+	o.Profiles = resources.Profiles()
 	return o
 }

@@ -25,6 +25,9 @@ func TestEngineOptionsFromSettings(t *testing.T) {
 	if r := o.Routing; !r.Enabled || r.Lambda != 3 || r.ProtectedTop != 1 || r.MaxRank != 12 || r.AlwaysKept != 2 {
 		t.Fatalf("routing %+v", r)
 	}
+	if o.Profiles == nil {
+		t.Fatal("the shipped profiles are not passed to the engine")
+	}
 	if o.ExpertCache != 2.5e9 || o.HistoryDir != filepath.Join("/data", "usage") {
 		t.Fatalf("expert cache %d, history %q", o.ExpertCache, o.HistoryDir)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -75,7 +76,12 @@ type Options struct {
 	// at load and rebalanced between turns (usage.Blend). Applies at the
 	// next Load.
 	ProfileDirs []string
-	Logger      *slog.Logger // nil: slog.Default()
+	// Profiles holds the static profiles shipped inside the binary
+	// (resources.Profiles: files named like a history at its root),
+	// searched after ProfileDirs, so one the user made or imported wins;
+	// nil: none. Applies at the next Load.
+	Profiles fs.FS
+	Logger   *slog.Logger // nil: slog.Default()
 	// Backend runs the model's ops: "" or "cpu" the CPU; "metal" the
 	// Metal backend (the GPU on a Mac, the emulator on Linux), which must
 	// pass its kernel selftest first. Applies at the next Load.
@@ -379,7 +385,7 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 		lm.info = info
 		e.log.Info("streaming experts", "path", path, "cache", gib(info.ExpertCacheBytes), "slots", st.Slots,
 			"dense", gib(plan.dense), "usable", gib(int64(plan.usable)), "direct", st.Direct)
-		lm.hist, lm.prof = hist, openProfile(f, opts.ProfileDirs, e.log)
+		lm.hist, lm.prof = hist, openProfile(f, opts.ProfileDirs, opts.Profiles, e.log)
 		if hist != nil || lm.prof != nil {
 			b := usage.Blend{Profile: lm.prof}
 			if hist != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -66,8 +67,8 @@ func openHistory(f *gguf.File, dir string, log *slog.Logger) (*history, error) {
 // (named like a history: strata dev profile writes them), or nil. A
 // profile that does not match f or is damaged is skipped with a log line
 // (and left in place: a shipped profile may be read-only).
-func openProfile(f *gguf.File, dirs []string, log *slog.Logger) *usage.History {
-	if len(dirs) == 0 {
+func openProfile(f *gguf.File, dirs []string, shipped fs.FS, log *slog.Logger) *usage.History {
+	if len(dirs) == 0 && shipped == nil {
 		return nil
 	}
 	id, layers, ne, err := modelIdentity(f)
@@ -90,7 +91,23 @@ func openProfile(f *gguf.File, dirs []string, log *slog.Logger) *usage.History {
 		}
 		return p
 	}
-	return nil
+	if shipped == nil {
+		return nil
+	}
+	name := filepath.Base(historyPath("", id))
+	data, err := fs.ReadFile(shipped, name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("shipped usage profile not read", "file", name, "err", err)
+		}
+		return nil
+	}
+	p, err := usage.Parse(data, id, layers, ne)
+	if err != nil {
+		log.Warn("shipped usage profile ignored", "file", name, "err", err)
+		return nil
+	}
+	return p
 }
 
 // warmOrder lists the experts to warm, hottest first, by the history (nil

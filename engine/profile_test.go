@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/strata-llm/strata/engine"
 	"github.com/strata-llm/strata/engine/synth"
@@ -64,6 +65,22 @@ func TestStaticProfileWarmsTheCache(t *testing.T) {
 	t.Logf("first-generation hit rate: %.3f with the profile, %.3f cold", warm, cold)
 	if warm <= cold {
 		t.Fatalf("the profile did not warm the cache: %.3f with, %.3f without", warm, cold)
+	}
+	// Shipped in the binary (Options.Profiles) rather than in a folder:
+	// the same warm start.
+	data, err := os.ReadFile(ppath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := opts
+	shipped.Profiles = fstest.MapFS{filepath.Base(ppath): {Data: data}}
+	if got := first(shipped); got <= cold {
+		t.Fatalf("the shipped profile did not warm the cache: %.3f with, %.3f without", got, cold)
+	}
+	// A damaged shipped profile is ignored; the load goes on cold.
+	shipped.Profiles = fstest.MapFS{filepath.Base(ppath): {Data: data[:len(data)-9]}}
+	if got := first(shipped); got != cold {
+		t.Fatalf("a damaged shipped profile changed the first generation: %.3f, cold %.3f", got, cold)
 	}
 	// With a history too, both are blended: the load still warms.
 	withBoth := withProfile
