@@ -13,6 +13,20 @@
 # read per token, and the I/O bound: the disk's O_DIRECT read bandwidth
 # (measured here with dd on the model file) ÷ our bytes read per token.
 # The host drifts by ±25 % over minutes: compare the ratios, not tok/s.
+#
+# With LLAMA_BENCH set to a llama-bench binary (built from the oracle's
+# source bundle as scripts/bench-vs-llamacpp.sh's header says), that runs
+# instead of node-llama-cpp: --poll 0, mmap, no warm-up, decode after no
+# prompt. On x86 llama.cpp repacks Q4_0/Q4_K/IQ4_NL weights into anonymous
+# buffers (CPU_REPACK) whatever the load mode, so under a limit below the
+# model's size it is OOM-killed (seen: the 48-layer Q4_K_M file at 8 and
+# 4 GB, anon-rss 8.36 GB at the kill; node-llama-cpp the same). Stock
+# llama-bench has no switch against it (-ot '.*=CPU' is turned back into
+# CPU_REPACK by the loader), so build it with this one-line patch, which
+# the script's LLAMA_BENCH_NO_REPACK=1 turns on (weights stay mapped):
+#   sed -i 's/^\( *\)mparams.no_host *= no_host;/&\n\1if (getenv("LLAMA_BENCH_NO_REPACK")) { mparams.use_extra_bufts = false; }/' \
+#     "$src/tools/llama-bench/llama-bench.cpp"
+# A run that was killed prints as 0 tok/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:?usage: bench-streaming.sh MODEL.gguf "LIMITS_MB" [THREADS] [GEN] [ROUNDS]}
@@ -23,7 +37,8 @@ rounds=${5:-3}
 [ "$(id -u)" -eq 0 ] || { echo "needs root (cgroup v1 memory limits, drop_caches)" >&2; exit 1; }
 root=/sys/fs/cgroup/memory
 [ -d "$root" ] || { echo "no cgroup v1 memory controller at $root" >&2; exit 1; }
-[ -d tools/oracle/node_modules ] || (cd tools/oracle && npm ci --ignore-scripts --no-audit --no-fund)
+lbench=${LLAMA_BENCH:-}
+[ -n "$lbench" ] || [ -d tools/oracle/node_modules ] || (cd tools/oracle && npm ci --ignore-scripts --no-audit --no-fund)
 go build -o bin/strata .
 
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
@@ -42,8 +57,17 @@ for mb in $limits; do
 		echo "ours $(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" bin/strata bench --model "$model" \
 			--threads "$threads" --prompt-tokens 16 --gen "$gen" --reps 1 --json 2>/dev/null)" >>"$log"
 		drop
-		echo "node $(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" node tools/oracle/bench.mjs "$model" \
-			"$threads" 16 "$gen" 1 2>/dev/null)" >>"$log"
+		if [ -n "$lbench" ]; then
+			echo "lb $(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" env LLAMA_BENCH_NO_REPACK=1 "$lbench" -m "$model" \
+				-t "$threads" --poll 0 -lm mmap -fa 0 --no-warmup -p 0 -n "$gen" -r 1 -o json 2>/dev/null |
+				python3 -c 'import json,sys
+try: r=json.load(sys.stdin)[0]["avg_ts"]
+except Exception: r=0
+print(json.dumps({"decode_tokens_per_second": r}))')" >>"$log"
+		else
+			echo "node $(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" node tools/oracle/bench.mjs "$model" \
+				"$threads" 16 "$gen" 1 2>/dev/null)" >>"$log"
+		fi
 	done
 	python3 - "$mb" "$bw" "$log" <<'PY'
 import json,statistics,sys
@@ -58,7 +82,7 @@ for line in open(log):
         hit.append(100*x.get("hit_rate",1)); mbt.append(x.get("bytes_read",0)/1e6/max(r["gen_tokens"],1))
     else:
         node.append(r["decode_tokens_per_second"])
-o,n=statistics.median(ours),statistics.median(node)
+o,n=statistics.median(ours),statistics.median(node) or float("nan")
 h,m=statistics.median(hit),statistics.median(mbt)
 bound=bw/m if m>0 else float("inf")
 print(f"{mb+' MB':<7} | {o:8.2f} {n:8.2f} {o/n:6.2f} | {h:6.1f} {m:9.1f} {bound:9.2f} {o/bound:6.2f}")
