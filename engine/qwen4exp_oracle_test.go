@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,4 +209,48 @@ func TestQwen4ExpGreedyMatchesLlamaCpp(t *testing.T) {
 			t.Logf("%s: %d greedy tokens identical", typ, len(got))
 		})
 	}
+}
+
+// TestQwen4ExpMTPTrunkMatchesLlamaCpp: llama.cpp refuses a qwen4exp file
+// with an MTP block (its loader creates the trunk's tensors only: "wrong
+// number of tensors"), so the trunk of such a file (QSA and PLE on) is
+// compared with llama.cpp on its twin without the block: the same tensors
+// but the nextn block's (synth draws each from its own name). Ours on the
+// file with the block agree with llama.cpp's on the twin within the F32
+// bounds (TestMTPLeavesTrunk: drafting on or off, the trunk's logits are
+// the same bits).
+func TestQwen4ExpMTPTrunkMatchesLlamaCpp(t *testing.T) {
+	o := oracle.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cfg := synth.Defaults(synth.ArchQwen4Exp)
+	cfg.Type, cfg.Seed, cfg.Vocab, cfg.RouterSkew = ggml.F32, 9, 512, routerSkew
+	dir := t.TempDir()
+	withMTP, twin := filepath.Join(dir, "mtp.gguf"), filepath.Join(dir, "twin.gguf")
+	if err := synth.Write(ctx, twin, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MTP = 1
+	if err := synth.Write(ctx, withMTP, cfg); err != nil {
+		t.Fatal(err)
+	}
+	tokens := randomTokens(80, cfg.Vocab, 4)
+	// The refused file goes last: a job after a refused load prints
+	// nothing (the oracle process exits without its output).
+	res, err := o.RunJobs(ctx, []oracle.Job{
+		{Model: twin, Ops: []oracle.Op{oracle.Eval{Tokens: tokens, TopK: cfg.Vocab}}},
+		{Model: withMTP, Ops: []oracle.Op{oracle.Eval{Tokens: tokens, TopK: 1}}},
+	})
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	if res[1].Err == nil {
+		t.Errorf("llama.cpp loads a qwen4exp file with an MTP block now: compare with it directly")
+	} else if !strings.Contains(res[1].Err.Error(), "wrong number of tensors") {
+		t.Errorf("llama.cpp refuses the file with an MTP block for another reason: %v", res[1].Err)
+	}
+	if res[0].Err != nil {
+		t.Fatalf("oracle on the twin: %v", res[0].Err)
+	}
+	compareLlamaCpp(t, ctx, loadEngine(t, withMTP), tokens, res[0].Results[0].Probs, exactBounds)
 }

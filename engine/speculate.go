@@ -196,6 +196,13 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 		}
 	}
 	room = min(room-1, lm.sess.Cap()-keep-1, sp.gate.Config().MaxDraft)
+	// What the forward will need for id can be read while drafting, and
+	// the drafts' as soon as they are known (qwen4exp's streamed PLE rows).
+	pf, _ := lm.sess.(model.Prefetcher)
+	if pf != nil {
+		sp.toks = append(sp.toks[:0], id)
+		pf.Prefetch(sp.toks)
+	}
 	sp.draft.Reset()
 	var plan gate.Plan
 	var src gate.Source
@@ -222,6 +229,9 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 	}
 	k := plan.K
 	sp.toks = append(append(sp.toks[:0], id), sp.draft.Tokens[:k]...)
+	if pf != nil && k > 0 {
+		pf.Prefetch(sp.toks)
+	}
 	sp.flags = sp.flags[:0]
 	for range k + 1 {
 		sp.flags = append(sp.flags, true)

@@ -10,10 +10,11 @@ import (
 	"github.com/strata-llm/strata/engine/synth"
 )
 
-// peakedMTPModel writes a small peaked qwen3next with an MTP block.
-func peakedMTPModel(t testing.TB, edit func(*synth.Config)) string {
+// peakedMTPModel writes a small peaked qwen3next or qwen4exp (its
+// defaults: QSA and PLE on) with an MTP block.
+func peakedMTPModel(t testing.TB, arch string, edit func(*synth.Config)) string {
 	t.Helper()
-	cfg := synth.Defaults(synth.ArchQwen3Next)
+	cfg := synth.Defaults(arch)
 	cfg.Experts, cfg.ExpertsUsed, cfg.WeightScale, cfg.RouterSkew, cfg.Seed, cfg.MTP = 16, 4, 8, 1, 12, 1
 	if edit != nil {
 		edit(&cfg)
@@ -25,14 +26,19 @@ func peakedMTPModel(t testing.TB, edit func(*synth.Config)) string {
 	return path
 }
 
-// TestSpeculativeGreedyMTPIsExact: on a qwen3next file with an MTP block,
-// greedy decoding with the MTP head's drafts (alone, fixed depth or gated,
+// TestSpeculativeGreedyMTPIsExact: on qwen3next and qwen4exp files with an
+// MTP block, greedy decoding with the MTP head's drafts (alone, fixed depth or gated,
 // and with prompt lookup) gives exactly plain decoding's tokens, in memory
 // and with experts streamed through a small cache; the head drafts all
 // along (its cache is kept from the prompt on), and later requests that
 // reuse the session's prefix still do.
 func TestSpeculativeGreedyMTPIsExact(t *testing.T) {
-	path := peakedMTPModel(t, nil)
+	for _, arch := range []string{synth.ArchQwen3Next, synth.ArchQwen4Exp} {
+		t.Run(arch, func(t *testing.T) { testSpeculativeGreedyMTP(t, peakedMTPModel(t, arch, nil)) })
+	}
+}
+
+func testSpeculativeGreedyMTP(t *testing.T, path string) {
 	prompt := []int32{11, 12, 13, 14, 11, 12, 13, 15, 16, 11, 12, 40, 41, 42, 43, 44, 45, 46, 47, 48}
 	req := engine.Request{Tokens: prompt, Sampling: engine.Sampling{MaxTokens: 48}}
 	for _, mem := range []struct {

@@ -16,7 +16,8 @@ import (
 
 // TestReadRaw: bytes read through the stream's readers at unaligned
 // offsets and lengths (urgent and read-ahead) are the file's; an offset
-// past the end fails; a file the stream does not read is refused.
+// past the end fails (Done reports it); a file the stream does not read is
+// refused.
 func TestReadRaw(t *testing.T) {
 	path := writeModel(t, ggml.Q8_0)
 	want, err := os.ReadFile(path)
@@ -57,6 +58,9 @@ func TestReadRaw(t *testing.T) {
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
+		if done, err := b.Done(); !done || err != nil {
+			t.Fatalf("after Wait: Done %v, %v", done, err)
+		}
 		for i, r := range reqs {
 			if !bytes.Equal(r.Dst, want[r.Off:r.Off+int64(len(r.Dst))]) {
 				t.Fatalf("urgent %v read %d (%d bytes at %d) differs from the file", urgent, i, len(r.Dst), r.Off)
@@ -70,7 +74,32 @@ func TestReadRaw(t *testing.T) {
 	if err := b.Wait(); err == nil {
 		t.Fatal("a read past the end succeeded")
 	}
+	if done, err := b.Done(); !done || err == nil {
+		t.Fatalf("a failed read: Done %v, %v", done, err)
+	}
 	if _, err := s.ReadRaw(path+".other", nil, true); err == nil {
 		t.Fatal("a file the stream does not read was accepted")
+	}
+
+	// Done does not wait: a read held in the reader is not done.
+	hold := make(chan struct{})
+	slow, err := experts.NewStream(f, layout, experts.StreamOptions{Budget: 1 << 20, Readers: 1, ReadDelay: func() { <-hold }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	b, err = slow.ReadRaw(path, []experts.RawRead{{Off: 0, Dst: make([]byte, 8)}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := b.Done(); done || err != nil {
+		t.Fatalf("a held read: Done %v, %v", done, err)
+	}
+	close(hold)
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := b.Done(); !done || err != nil {
+		t.Fatalf("a released read: Done %v, %v", done, err)
 	}
 }

@@ -872,6 +872,21 @@ func (b *RawReads) Wait() error {
 	return b.err
 }
 
+// Done reports, without waiting, whether every read is done, and then the
+// first error.
+func (b *RawReads) Done() (bool, error) {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case b.pending == 0:
+		return true, b.err
+	case s.closed:
+		return true, errors.New("experts: stream closed")
+	}
+	return false, nil
+}
+
 // runRaw performs a ReadRaw read; called and returns with s.mu held.
 func (s *Stream) runRaw(j *rawJob) {
 	s.mu.Unlock()

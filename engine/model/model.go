@@ -108,10 +108,10 @@ type Session interface {
 }
 
 // DraftHead is implemented by a Session whose model carries a
-// multi-token-prediction (nextn) head, for speculative decoding (qwen3next).
-// The head reads the trunk's final hidden state of every position (after
-// the output norm, llama.cpp's h_nextn) inside the session, so the caller
-// passes no hidden rows.
+// multi-token-prediction (nextn) head, for speculative decoding (qwen3next,
+// qwen4exp). The head reads the trunk's final hidden state of every
+// position (after the output norm, llama.cpp's h_nextn) inside the
+// session, so the caller passes no hidden rows.
 type DraftHead interface {
 	// DraftDepth is the most tokens one Draft can propose (0: none).
 	DraftDepth() int
@@ -128,6 +128,18 @@ type DraftHead interface {
 	// order with the head's probability of it. It changes nothing a
 	// Forward computes; the head's cache follows the session's Truncate.
 	Draft(ctx context.Context, next int32, n int, emit func(tok int32, p float64)) error
+}
+
+// Prefetcher is implemented by a Session that can start reading what the
+// next Forward will need before it is called (qwen4exp: the PLE table's
+// rows of the batch's tokens, when the table is streamed). Speculative
+// decoding calls it as soon as it knows a verify's tokens, so the reads
+// overlap drafting and the start of that forward.
+type Prefetcher interface {
+	// Prefetch hints that the next Forward's batch starts with tokens
+	// (after the session's tokens). It never waits for I/O and changes
+	// nothing a Forward computes: a wrong guess costs only its reads.
+	Prefetch(tokens []int32)
 }
 
 // TensorRef names one tensor of the file: a 3-D expert tensor

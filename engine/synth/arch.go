@@ -102,7 +102,8 @@ func plan(c *Config) []tensorSpec {
 			mat(p("attn_output.weight"), qDim, E)
 			norm(p("attn_q_norm.weight"), c.HeadDim)
 			norm(p("attn_k_norm.weight"), c.HeadDim)
-			if c.Arch == ArchQwen4Exp {
+			if c.Arch == ArchQwen4Exp && il < c.Layers {
+				// (An MTP block attends densely: no indexer.)
 				f32(p("indexer.q_proj.weight"), 1/sqrtf(E), E, c.IndexerHeads*c.IndexerDim)
 				f32(p("indexer.k_proj.weight"), 1/sqrtf(E), E, c.IndexerDim)
 				norm(p("indexer.q_norm.weight"), c.IndexerDim)

@@ -40,7 +40,7 @@ func parseFlags(args []string, stdout io.Writer) (Config, string, error) {
 		seed  = fs.Uint64("seed", 1, "random seed; the same flags and seed give the same bytes")
 		scale = fs.Float64("scale", 1, "standard deviation of the logits: larger gives more peaked next-token distributions (8 and up: mostly decisive)")
 		skew  = fs.Float64("router-skew", 0, "Zipf exponent of expert popularity (0: none)")
-		mtp   = fs.Int("mtp", 0, "multi-token-prediction (nextn) blocks after the trunk (qwen3next)")
+		mtp   = fs.Int("mtp", 0, "multi-token-prediction (nextn) blocks after the trunk (qwen3next, qwen4exp)")
 		mix   = fs.Bool("mix", false, "with a --quant that is also a llama-quantize file type (Q4_0, IQ2_XS, ...): write that file type's mixture instead of every matrix in the one type")
 		imat  = fs.Bool("imatrix", false, "write the mixture as llama-quantize makes it with an importance matrix")
 	)

@@ -108,7 +108,9 @@ type Config struct {
 	SSMGroups        int
 	SSMVHeads        int
 
-	// MTP is the number of multi-token-prediction blocks (qwen3next).
+	// MTP is the number of multi-token-prediction blocks after the trunk
+	// (qwen3next; qwen4exp: full-attention blocks with hyper-connections
+	// and no indexer, see engine/model/qwen4exp/mtp.go).
 	MTP int
 
 	// qwen4exp: hyper-connections (HCCount streams, low-rank mixer),
@@ -245,8 +247,8 @@ func (c *Config) Validate() error {
 		return bad("rope-dim %d must be even and at most head-dim %d", c.RopeDim, c.HeadDim)
 	case c.Arch == ArchQwen3MoE && c.RopeDim != c.HeadDim:
 		return bad("rope-dim %d must equal head-dim %d", c.RopeDim, c.HeadDim)
-	case c.MTP < 0 || c.MTP > 0 && c.Arch != ArchQwen3Next:
-		return bad("MTP blocks are written for qwen3next only")
+	case c.MTP < 0 || c.MTP > 4 || c.MTP > 0 && c.Arch == ArchQwen3MoE:
+		return bad("%d MTP blocks: want 0..4, for qwen3next and qwen4exp only", c.MTP)
 	case !(c.WeightScale > 0) || math.IsInf(float64(c.WeightScale), 0):
 		return bad("weight scale %v must be positive", c.WeightScale)
 	case c.RouterSkew < 0 || c.RouterSkew > 16 || math.IsNaN(c.RouterSkew):
@@ -373,9 +375,14 @@ func writeMetadata(w *gguf.Writer, c *Config, v *Vocab) {
 	u("expert_count", c.Experts)
 	u("expert_used_count", c.ExpertsUsed)
 	if c.FFExperts != nil {
-		ff := make([]int32, len(c.FFExperts))
-		for i, v := range c.FFExperts {
-			ff[i] = int32(v)
+		// One per block, as llama.cpp reads it (n_layer_all): an MTP
+		// block's experts are FFExpert wide.
+		ff := make([]int32, c.Layers+c.MTP)
+		for i := range ff {
+			ff[i] = int32(c.FFExpert)
+			if i < len(c.FFExperts) {
+				ff[i] = int32(c.FFExperts[i])
+			}
 		}
 		w.AddInt32s(a+"expert_feed_forward_length", ff)
 	} else {
@@ -406,9 +413,9 @@ func writeMetadata(w *gguf.Writer, c *Config, v *Vocab) {
 		u("attention.indexer.key_length", c.IndexerDim)
 		u("attention.indexer.top_k", c.IndexerTopK)
 		if c.CompressRatio > 0 {
-			ratios := make([]int32, c.Layers)
+			ratios := make([]int32, c.Layers+c.MTP) // one per block; 0 for MTP blocks (dense)
 			for il := range ratios {
-				if !c.recurrent(il) {
+				if il < c.Layers && !c.recurrent(il) {
 					ratios[il] = int32(c.CompressRatio)
 				}
 			}

@@ -267,6 +267,7 @@ func TestValidate(t *testing.T) {
 		{"vocab", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.Vocab = 100 }), "vocab"},
 		{"scale", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.WeightScale = float32(math.NaN()) }), "weight scale"},
 		{"mtp", mod(synth.ArchQwen3MoE, func(c *synth.Config) { c.MTP = 1 }), "MTP"},
+		{"mtp blocks", mod(synth.ArchQwen4Exp, func(c *synth.Config) { c.MTP = 5 }), "MTP"},
 		{"ssm heads", mod(synth.ArchQwen3Next, func(c *synth.Config) { c.SSMVHeads = 3 }), "ssm-v-heads"},
 		{"hc", mod(synth.ArchQwen4Exp, func(c *synth.Config) { c.HCCount = 1 }), "hc-count"},
 		{"ple layer", mod(synth.ArchQwen4Exp, func(c *synth.Config) { c.PLELayer = 3 }), "PLE layer"},

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/internal/testfix"
 )
@@ -19,7 +19,7 @@ func TestDecodeAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 2)})
+	m, err := qwen3moe.Open(f, model.Options{Backend: modeltest.NewBackend(t, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +43,4 @@ func TestDecodeAllocations(t *testing.T) {
 	if allocs > 0 {
 		t.Errorf("%.0f allocations per decoded token", allocs)
 	}
-}
-
-// newBackend starts a CPU backend closed with the test.
-func newBackend(t testing.TB, threads int) *cpu.Backend {
-	be := cpu.NewBackend(threads)
-	t.Cleanup(func() { be.Close() })
-	return be
 }

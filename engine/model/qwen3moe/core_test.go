@@ -3,7 +3,6 @@ package qwen3moe_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/engine/synth"
 )
@@ -35,53 +35,11 @@ func synthModel(t testing.TB, typ ggml.Type, edit func(*synth.Config)) (*gguf.Fi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 2)})
+	m, err := qwen3moe.Open(f, model.Options{Backend: modeltest.NewBackend(t, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f, m
-}
-
-func randTokens(rng *rand.Rand, n, vocab int) []int32 {
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(rng.IntN(vocab))
-	}
-	return out
-}
-
-func allRows(n int) []bool {
-	b := make([]bool, n)
-	for i := range b {
-		b[i] = true
-	}
-	return b
-}
-
-// forwardAll runs toks in one batch and returns copies of every row's logits.
-func forwardAll(t testing.TB, s model.Session, toks []int32) [][]float32 {
-	t.Helper()
-	b := model.Batch{Tokens: toks, Logits: allRows(len(toks))}
-	if err := s.Forward(context.Background(), &b); err != nil {
-		t.Fatal(err)
-	}
-	out := make([][]float32, len(b.Out))
-	for i, r := range b.Out {
-		out[i] = append([]float32(nil), r...)
-	}
-	return out
-}
-
-func sameBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestBatchInvariance: every row of a forward of 1..16 rows, at random
@@ -94,21 +52,21 @@ func TestBatchInvariance(t *testing.T) {
 			_, m := synthModel(t, typ, nil)
 			rng := rand.New(rand.NewPCG(uint64(typ), 3))
 			for trial := 0; trial < 3; trial++ {
-				prefix := randTokens(rng, rng.IntN(40), 512)
-				rows := randTokens(rng, 1+rng.IntN(16), 512)
+				prefix := modeltest.RandTokens(rng, rng.IntN(40), 512)
+				rows := modeltest.RandTokens(rng, 1+rng.IntN(16), 512)
 				batched, err := m.NewSession(128)
 				if err != nil {
 					t.Fatal(err)
 				}
 				single, _ := m.NewSession(128)
 				if len(prefix) > 0 {
-					forwardAll(t, batched, prefix)
-					forwardAll(t, single, prefix)
+					modeltest.ForwardAll(t, batched, prefix)
+					modeltest.ForwardAll(t, single, prefix)
 				}
-				got := forwardAll(t, batched, rows)
+				got := modeltest.ForwardAll(t, batched, rows)
 				for i, tok := range rows {
-					want := forwardAll(t, single, []int32{tok})[0]
-					if !sameBits(got[i], want) {
+					want := modeltest.ForwardAll(t, single, []int32{tok})[0]
+					if !modeltest.SameBits(got[i], want) {
 						t.Fatalf("trial %d: row %d of a batch of %d at position %d differs from the row alone", trial, i, len(rows), len(prefix)+i)
 					}
 				}
@@ -123,9 +81,9 @@ func TestRollback(t *testing.T) {
 	_, m := synthModel(t, ggml.Q8_0, nil)
 	rng := rand.New(rand.NewPCG(5, 6))
 	s, _ := m.NewSession(64)
-	prompt, more := randTokens(rng, 20, 512), randTokens(rng, 6, 512)
-	forwardAll(t, s, prompt)
-	first := forwardAll(t, s, more)
+	prompt, more := modeltest.RandTokens(rng, 20, 512), modeltest.RandTokens(rng, 6, 512)
+	modeltest.ForwardAll(t, s, prompt)
+	first := modeltest.ForwardAll(t, s, more)
 	if !s.CanTruncate(20) {
 		t.Fatal("a KV session cannot roll back")
 	}
@@ -135,9 +93,9 @@ func TestRollback(t *testing.T) {
 	if s.Len() != 20 || !slicesEqual(s.Tokens(), prompt) {
 		t.Fatalf("after rollback: %d tokens", s.Len())
 	}
-	again := forwardAll(t, s, more)
+	again := modeltest.ForwardAll(t, s, more)
 	for i := range first {
-		if !sameBits(first[i], again[i]) {
+		if !modeltest.SameBits(first[i], again[i]) {
 			t.Fatalf("row %d differs after rollback", i)
 		}
 	}
@@ -145,7 +103,7 @@ func TestRollback(t *testing.T) {
 		t.Fatal("truncate past the end accepted")
 	}
 	// Too many tokens for the context, and bad ids: refused, session unchanged.
-	if err := s.Forward(context.Background(), &model.Batch{Tokens: randTokens(rng, 64, 512)}); err == nil {
+	if err := s.Forward(context.Background(), &model.Batch{Tokens: modeltest.RandTokens(rng, 64, 512)}); err == nil {
 		t.Fatal("forward past the context accepted")
 	}
 	if err := s.Forward(context.Background(), &model.Batch{Tokens: []int32{600}}); err == nil {
@@ -274,9 +232,9 @@ func (f *shuffleFetch) Release() {
 func TestProviderOrderIndependent(t *testing.T) {
 	f, ref := synthModel(t, ggml.Q4_K, func(c *synth.Config) { c.Experts, c.ExpertsUsed = 16, 4 })
 	rng := rand.New(rand.NewPCG(9, 9))
-	toks := randTokens(rng, 24, 512)
+	toks := modeltest.RandTokens(rng, 24, 512)
 	rs, _ := ref.NewSession(64)
-	want := forwardAll(t, rs, toks)
+	want := modeltest.ForwardAll(t, rs, toks)
 	fp, err := experts.NewFile(f, ref.Experts())
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +242,7 @@ func TestProviderOrderIndependent(t *testing.T) {
 	for workers := 1; workers <= 8; workers++ {
 		t.Run(fmt.Sprint(workers), func(t *testing.T) {
 			prov := &shuffler{file: fp, rng: rand.New(rand.NewPCG(uint64(workers), 1)), workers: workers}
-			m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 2),
+			m, err := qwen3moe.Open(f, model.Options{Backend: modeltest.NewBackend(t, 2),
 				NewExperts: func(*model.ExpertLayout) (model.ExpertProvider, error) { return prov, nil }})
 			if err != nil {
 				t.Fatal(err)
@@ -293,10 +251,10 @@ func TestProviderOrderIndependent(t *testing.T) {
 			// The prompt in uneven chunks, then decode-sized steps.
 			var got [][]float32
 			for _, n := range []int{7, 1, 12, 1, 3} {
-				got = append(got, forwardAll(t, s, toks[len(got):len(got)+n])...)
+				got = append(got, modeltest.ForwardAll(t, s, toks[len(got):len(got)+n])...)
 			}
 			for i := range want {
-				if !sameBits(got[i], want[i]) {
+				if !modeltest.SameBits(got[i], want[i]) {
 					t.Fatalf("row %d differs with shuffled deliveries", i)
 				}
 			}

@@ -1,48 +1,15 @@
 package qwen3moe_test
 
 import (
-	"io"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/internal/testfix"
 )
-
-// rewrite copies src to a new file, letting kv and tensor edit or drop
-// entries (return false to drop).
-func rewrite(t *testing.T, src string, kv func(*gguf.KV) bool, tensor func(*gguf.TensorInfo) bool) string {
-	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, e := range f.KV {
-		e := e
-		if kv == nil || kv(&e) {
-			w.AddKV(e.Key, e.Value)
-		}
-	}
-	for i := range f.Tensors {
-		ti := f.Tensors[i]
-		data := f.Data(&f.Tensors[i])
-		ti.Dims = slices.Clone(ti.Dims)
-		if tensor == nil || tensor(&ti) {
-			w.AddTensor(ti.Name, ti.Type, ti.Dims, func(out io.Writer) error { _, err := out.Write(data); return err })
-		}
-	}
-	path := filepath.Join(t.TempDir(), "edited.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestOpenRefusesBrokenModels(t *testing.T) {
 	src := testfix.Path(t, "tiny-qwen3moe-Q8_0.gguf")
@@ -79,13 +46,13 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := rewrite(t, src, tt.kv, tt.tensor)
+			path := modeltest.Rewrite(t, src, tt.kv, tt.tensor)
 			f, err := gguf.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 1)})
+			m, err := qwen3moe.Open(f, model.Options{Backend: modeltest.NewBackend(t, 1)})
 			if err == nil {
 				m.Close()
 				t.Fatal("Open accepted a broken model")
@@ -98,12 +65,12 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 		})
 	}
 	// The unedited copy loads.
-	f, err := gguf.Open(rewrite(t, src, nil, nil))
+	f, err := gguf.Open(modeltest.Rewrite(t, src, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen3moe.Open(f, model.Options{Backend: newBackend(t, 1)})
+	m, err := qwen3moe.Open(f, model.Options{Backend: modeltest.NewBackend(t, 1)})
 	if err != nil {
 		t.Fatalf("copy of the fixture: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"github.com/strata-llm/strata/internal/testfix"
 )
@@ -18,12 +19,12 @@ func TestDecodeAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen3next.Open(f, model.Options{Backend: newBackend(t, 2)})
+	m, err := qwen3next.Open(f, model.Options{Backend: modeltest.NewBackend(t, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	s := newSession(t, m, 512)
+	s := modeltest.NewSession(t, m, 512)
 	ctx := context.Background()
 	if err := s.Forward(ctx, &model.Batch{Tokens: []int32{1, 2, 3}}); err != nil {
 		t.Fatal(err)

@@ -1,62 +1,16 @@
 package qwen3next_test
 
 import (
-	"io"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"github.com/strata-llm/strata/engine/synth"
 )
-
-// rewrite copies src to a new file, letting kv and tensor edit or drop
-// entries (return false to drop).
-func rewrite(t *testing.T, src string, kv func(*gguf.KV) bool, tensor func(*gguf.TensorInfo) bool) string {
-	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, e := range f.KV {
-		e := e
-		if kv == nil || kv(&e) {
-			w.AddKV(e.Key, e.Value)
-		}
-	}
-	for i := range f.Tensors {
-		ti := f.Tensors[i]
-		data := f.Data(&f.Tensors[i])
-		ti.Dims = slices.Clone(ti.Dims)
-		if tensor == nil || tensor(&ti) {
-			w.AddTensor(ti.Name, ti.Type, ti.Dims, func(out io.Writer) error { _, err := out.Write(data); return err })
-		}
-	}
-	path := filepath.Join(t.TempDir(), "edited.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func setUint(key string, v uint32) func(*gguf.KV) bool {
-	return func(e *gguf.KV) bool {
-		if e.Key == key {
-			e.Value = gguf.Uint32(v)
-		}
-		return true
-	}
-}
-
-func drop(name string) func(*gguf.TensorInfo) bool {
-	return func(ti *gguf.TensorInfo) bool { return ti.Name != name }
-}
 
 // TestOpenRefusesBrokenModels: missing DeltaNet tensors, inconsistent
 // ssm.* sizes, a full_attention_interval of 0 and other damage give errors
@@ -75,35 +29,35 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 			}
 			return true
 		}, nil, []string{`architecture "llama" is not qwen3next`}},
-		{"missing ssm_a", nil, drop("blk.1.ssm_a"), []string{"qwen3next", "blk.1.ssm_a"}},
-		{"missing conv", nil, drop("blk.0.ssm_conv1d.weight"), []string{"blk.0.ssm_conv1d.weight"}},
-		{"missing qkv", nil, drop("blk.2.attn_qkv.weight"), []string{"blk.2.attn_qkv.weight"}},
-		{"missing ba", nil, drop("blk.0.ssm_ba.weight"), []string{"blk.0.ssm_ba.weight"}},
-		{"missing dt bias", nil, drop("blk.0.ssm_dt.bias"), []string{"blk.0.ssm_dt.bias"}},
-		{"missing shared gate", nil, drop("blk.3.ffn_gate_inp_shexp.weight"), []string{"blk.3.ffn_gate_inp_shexp.weight"}},
-		{"missing attention gate", nil, drop("blk.3.attn_q.weight"), []string{"blk.3.attn_q.weight"}},
-		{"missing MTP projection", nil, drop("blk.4.nextn.eh_proj.weight"), []string{"blk.4.nextn.eh_proj.weight"}},
+		{"missing ssm_a", nil, modeltest.Drop("blk.1.ssm_a"), []string{"qwen3next", "blk.1.ssm_a"}},
+		{"missing conv", nil, modeltest.Drop("blk.0.ssm_conv1d.weight"), []string{"blk.0.ssm_conv1d.weight"}},
+		{"missing qkv", nil, modeltest.Drop("blk.2.attn_qkv.weight"), []string{"blk.2.attn_qkv.weight"}},
+		{"missing ba", nil, modeltest.Drop("blk.0.ssm_ba.weight"), []string{"blk.0.ssm_ba.weight"}},
+		{"missing dt bias", nil, modeltest.Drop("blk.0.ssm_dt.bias"), []string{"blk.0.ssm_dt.bias"}},
+		{"missing shared gate", nil, modeltest.Drop("blk.3.ffn_gate_inp_shexp.weight"), []string{"blk.3.ffn_gate_inp_shexp.weight"}},
+		{"missing attention gate", nil, modeltest.Drop("blk.3.attn_q.weight"), []string{"blk.3.attn_q.weight"}},
+		{"missing MTP projection", nil, modeltest.Drop("blk.4.nextn.eh_proj.weight"), []string{"blk.4.nextn.eh_proj.weight"}},
 		{"conv of the wrong width", nil, func(ti *gguf.TensorInfo) bool {
 			if ti.Name == "blk.0.ssm_conv1d.weight" {
 				ti.Dims[0], ti.Dims[1] = 2*ti.Dims[0], ti.Dims[1]/2
 			}
 			return true
 		}, []string{"blk.0.ssm_conv1d.weight", "shape"}},
-		{"inner size", setUint("qwen3next.ssm.inner_size", 300), nil, []string{"qwen3next.ssm.inner_size", "300"}},
-		{"value heads", setUint("qwen3next.ssm.time_step_rank", 3), nil, []string{"qwen3next.ssm.time_step_rank", "qwen3next.ssm.group_count"}},
-		{"state size", setUint("qwen3next.ssm.state_size", 32), nil, []string{"ssm.inner_size"}},
+		{"inner size", modeltest.SetUint("qwen3next.ssm.inner_size", 300), nil, []string{"qwen3next.ssm.inner_size", "300"}},
+		{"value heads", modeltest.SetUint("qwen3next.ssm.time_step_rank", 3), nil, []string{"qwen3next.ssm.time_step_rank", "qwen3next.ssm.group_count"}},
+		{"state size", modeltest.SetUint("qwen3next.ssm.state_size", 32), nil, []string{"ssm.inner_size"}},
 		{"state size vs tensors", func(e *gguf.KV) bool {
-			setUint("qwen3next.ssm.state_size", 32)(e)
-			setUint("qwen3next.ssm.inner_size", 128)(e)
+			modeltest.SetUint("qwen3next.ssm.state_size", 32)(e)
+			modeltest.SetUint("qwen3next.ssm.inner_size", 128)(e)
 			return true
 		}, nil, []string{"qwen3next", "blk.0."}},
-		{"conv kernel", setUint("qwen3next.ssm.conv_kernel", 1), nil, []string{"qwen3next.ssm.conv_kernel"}},
-		{"attention interval 0", setUint("qwen3next.full_attention_interval", 0), nil, []string{"qwen3next.full_attention_interval"}},
+		{"conv kernel", modeltest.SetUint("qwen3next.ssm.conv_kernel", 1), nil, []string{"qwen3next.ssm.conv_kernel"}},
+		{"attention interval 0", modeltest.SetUint("qwen3next.full_attention_interval", 0), nil, []string{"qwen3next.full_attention_interval"}},
 		{"missing ssm metadata", func(e *gguf.KV) bool { return e.Key != "qwen3next.ssm.group_count" }, nil,
 			[]string{"qwen3next.ssm.group_count"}},
 		{"missing shared size", func(e *gguf.KV) bool { return e.Key != "qwen3next.expert_shared_feed_forward_length" }, nil,
 			[]string{"qwen3next.expert_shared_feed_forward_length"}},
-		{"rope beyond the head", setUint("qwen3next.rope.dimension_count", 128), nil, []string{"qwen3next.rope.dimension_count"}},
+		{"rope beyond the head", modeltest.SetUint("qwen3next.rope.dimension_count", 128), nil, []string{"qwen3next.rope.dimension_count"}},
 		{"legacy ssm_in", nil, func(ti *gguf.TensorInfo) bool {
 			if ti.Name == "blk.0.attn_qkv.weight" {
 				ti.Name = "blk.0.ssm_in.weight"
@@ -113,12 +67,12 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := gguf.Open(rewrite(t, src, tt.kv, tt.tensor))
+			f, err := gguf.Open(modeltest.Rewrite(t, src, tt.kv, tt.tensor))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			m, err := qwen3next.Open(f, model.Options{Backend: newBackend(t, 1)})
+			m, err := qwen3next.Open(f, model.Options{Backend: modeltest.NewBackend(t, 1)})
 			if err == nil {
 				m.Close()
 				t.Fatal("Open accepted a broken model")
@@ -131,12 +85,12 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 		})
 	}
 	// The unedited copy loads.
-	f, err := gguf.Open(rewrite(t, src, nil, nil))
+	f, err := gguf.Open(modeltest.Rewrite(t, src, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen3next.Open(f, model.Options{Backend: newBackend(t, 1)})
+	m, err := qwen3next.Open(f, model.Options{Backend: modeltest.NewBackend(t, 1)})
 	if err != nil {
 		t.Fatalf("copy: %v", err)
 	}

@@ -50,11 +50,8 @@ type layer struct {
 // the next token's embedding (used by speculation, not plain decoding).
 type mtpBlock struct {
 	layer
-	experts              model.LayerExperts
-	ehProj               *backend.Matrix // [embd × 2·embd]
-	enorm, hnorm         []float32
-	headNorm             []float32       // nil: the model's output norm
-	embedTokens, outHead *backend.Matrix // nil: the model's
+	blocks.NextN // HeadNorm nil: the model's output norm
+	experts      model.LayerExperts
 }
 
 // Open builds the model from f, checking every tensor's presence, shape and
@@ -241,33 +238,8 @@ func (m *Model) loadMTP(ld *blocks.Loader, i int) (mtpBlock, error) {
 		return b, err
 	}
 	b.experts = le
-	e, vocab := m.hp.Embd, m.hp.Vocab
-	n := func(s string) string { return fmt.Sprintf("blk.%d.nextn.%s.weight", i, s) }
-	if b.ehProj, err = ld.Mat(n("eh_proj"), 2*e, e); err != nil {
-		return b, err
-	}
-	if b.enorm, err = ld.Vec(n("enorm"), e); err != nil {
-		return b, err
-	}
-	if b.hnorm, err = ld.Vec(n("hnorm"), e); err != nil {
-		return b, err
-	}
-	if ld.Has(n("shared_head_norm")) {
-		if b.headNorm, err = ld.Vec(n("shared_head_norm"), e); err != nil {
-			return b, err
-		}
-	}
-	if ld.Has(n("embed_tokens")) {
-		if b.embedTokens, err = ld.Mat(n("embed_tokens"), e, vocab); err != nil {
-			return b, err
-		}
-	}
-	if ld.Has(n("shared_head_head")) {
-		if b.outHead, err = ld.Mat(n("shared_head_head"), e, vocab); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	b.NextN, err = ld.NextN(i, m.hp.Embd, m.hp.Vocab)
+	return b, err
 }
 
 // Hparams returns the model's dimensions.

@@ -177,7 +177,7 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 	if err := m.head.Forward(be, x, b, &s.head); err != nil {
 		return err
 	}
-	if s.mtp.on && s.mtp.valid == pos0 {
+	if s.mtp.On && s.mtp.Valid == pos0 {
 		s.mtpTrack(b.Tokens, x, pos0)
 	}
 	return nil

@@ -6,13 +6,14 @@ import (
 
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 )
 
 // TestDecodeAllocations: once the buffers have grown, a decode step
 // allocates nothing.
 func TestDecodeAllocations(t *testing.T) {
 	m := synthModel(t, ggml.Q8_0, nil)
-	s := newSession(t, m, 512)
+	s := modeltest.NewSession(t, m, 512)
 	ctx := context.Background()
 	if err := s.Forward(ctx, &model.Batch{Tokens: []int32{1, 2, 3}}); err != nil {
 		t.Fatal(err)

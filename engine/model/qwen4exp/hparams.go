@@ -14,7 +14,8 @@ const Arch = "qwen4exp"
 // read and checked as llama.cpp's llama_model_qwen4exp::load_arch_hparams
 // does (its errors become ours: every zero it refuses, we refuse).
 type Hparams struct {
-	Layers        int
+	Layers        int // trunk layers (block_count minus the MTP blocks)
+	MTP           int // nextn_predict_layers: MTP blocks after the trunk (mtp.go)
 	Embd          int
 	Heads         int
 	HeadsKV       int
@@ -22,7 +23,7 @@ type Hparams struct {
 	Vocab         int
 	Experts       int
 	ExpertsUsed   int
-	FFExpert      []int // per layer (expert_feed_forward_length, a scalar or an array)
+	FFExpert      []int // per block, trunk and MTP (expert_feed_forward_length, a scalar or an array)
 	FFShared      int
 	ContextLength int
 	Eps           float32
@@ -34,7 +35,7 @@ type Hparams struct {
 	RopeSections [4]int
 
 	// Gated DeltaNet layers.
-	Recurrent []bool // per layer: DeltaNet rather than attention
+	Recurrent []bool // per block: DeltaNet rather than attention (MTP blocks: attention)
 	SSMConv   int    // ssm.conv_kernel: convolution taps
 	SSMState  int    // ssm.state_size: head size of keys and values
 	SSMGroups int    // ssm.group_count: key heads
@@ -45,6 +46,7 @@ type Hparams struct {
 
 	// QSA sparse attention (the indexer); CompressRatios[il] > 0 makes
 	// full-attention layer il sparse. Without the key every layer is dense.
+	// Per block; MTP blocks always attend densely.
 	IndexerHeads, IndexerDim, IndexerTopK int
 	CompressRatios                        []int
 
@@ -77,8 +79,8 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	h := Hparams{PLE: PLEParams{Layer: -1}}
 	m := &blocks.Meta{File: f, Arch: Arch}
 	u := m.Uint
-	var inner, interval, nextn int
-	u("block_count", &h.Layers, -1)
+	var inner, interval, nblk int
+	u("block_count", &nblk, -1)
 	u("embedding_length", &h.Embd, -1)
 	u("attention.head_count", &h.Heads, -1)
 	u("expert_count", &h.Experts, -1)
@@ -94,22 +96,23 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	u("attention.indexer.key_length", &h.IndexerDim, -1)
 	u("attention.indexer.top_k", &h.IndexerTopK, -1)
 	u("context_length", &h.ContextLength, 4096)
-	u("nextn_predict_layers", &nextn, 0)
+	u("nextn_predict_layers", &h.MTP, 0)
 	u("full_attention_interval", &interval, 4)
 	if err := m.Missing(); err != nil {
 		return h, err
 	}
-	if nextn != 0 {
-		// The converter writes no MTP block (no_mtp); llama.cpp's graph
-		// would run such blocks as trunk layers.
-		return h, fmt.Errorf("%s: %s.nextn_predict_layers is %d; qwen4exp files carry no MTP blocks", Arch, Arch, nextn)
-	}
+	// The MTP blocks are the last nextn_predict_layers blocks, as in
+	// llama.cpp (n_layer() = n_layer_all − n_layer_nextn). Its converter
+	// writes none for qwen4exp (no_mtp), and its loader refuses a file
+	// that has them (it creates the trunk's tensors only: "wrong number
+	// of tensors"); here they draft for speculation (mtp.go).
+	h.Layers = nblk - h.MTP
 	u("attention.head_count_kv", &h.HeadsKV, h.Heads)
-	if h.Heads <= 0 || h.Embd <= 0 || h.Layers <= 0 {
-		return h, fmt.Errorf("%s: bad dimensions: %d blocks, embedding %d, %d heads", Arch, h.Layers, h.Embd, h.Heads)
+	if h.Heads <= 0 || h.Embd <= 0 || h.Layers <= 0 || h.MTP < 0 {
+		return h, fmt.Errorf("%s: bad dimensions: %d blocks (%d MTP), embedding %d, %d heads", Arch, nblk, h.MTP, h.Embd, h.Heads)
 	}
-	if h.Layers > 1024 {
-		return h, fmt.Errorf("%s: %d layers is beyond this engine's limit of 1024", Arch, h.Layers)
+	if h.Layers > 1024 || h.MTP > 4 {
+		return h, fmt.Errorf("%s: %d layers and %d MTP blocks are beyond this engine's limits of 1024 and 4", Arch, h.Layers, h.MTP)
 	}
 	u("attention.key_length", &h.HeadDim, h.Embd/h.Heads)
 	var vlen int
@@ -119,14 +122,15 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	}
 	// expert_feed_forward_length, one for all layers or one per layer;
 	// absent: feed_forward_length / expert_used_count.
-	ffe, ok, err := m.UintsOrScalar("expert_feed_forward_length", h.Layers)
+	// Per-block arrays cover the MTP blocks too (llama.cpp's n_layer_all).
+	ffe, ok, err := m.UintsOrScalar("expert_feed_forward_length", nblk)
 	if err != nil {
 		return h, err
 	}
 	var ff int
 	u("feed_forward_length", &ff, 0)
 	if !ok {
-		ffe = make([]int, h.Layers)
+		ffe = make([]int, nblk)
 		for i := range ffe {
 			if h.ExpertsUsed > 0 {
 				ffe[i] = ff / h.ExpertsUsed
@@ -199,24 +203,31 @@ func readHparams(f *gguf.File) (Hparams, error) {
 	}
 	// Which layers are DeltaNet: attention.recurrent_layers if given, else
 	// all but every full_attention_interval-th.
-	h.Recurrent = make([]bool, h.Layers)
+	// all but every full_attention_interval-th of the trunk; MTP blocks
+	// are attention.
+	h.Recurrent = make([]bool, nblk)
 	if rl, ok := f.Get(Arch + ".attention.recurrent_layers"); ok {
 		bs, ok := rl.Bools()
-		if !ok || len(bs) != h.Layers {
-			return h, fmt.Errorf("%s: %s.attention.recurrent_layers must be %d booleans", Arch, Arch, h.Layers)
+		if !ok || len(bs) != nblk {
+			return h, fmt.Errorf("%s: %s.attention.recurrent_layers must be %d booleans", Arch, Arch, nblk)
 		}
 		copy(h.Recurrent, bs)
+		for i := h.Layers; i < nblk; i++ {
+			if h.Recurrent[i] {
+				return h, fmt.Errorf("%s: %s.attention.recurrent_layers makes MTP block %d a linear attention layer; MTP blocks are full attention", Arch, Arch, i)
+			}
+		}
 	} else {
-		for i := range h.Recurrent {
+		for i := 0; i < h.Layers; i++ {
 			h.Recurrent[i] = (i+1)%interval != 0
 		}
 	}
-	h.CompressRatios, _, err = m.UintsOrScalar("attention.compress_ratios", h.Layers)
+	h.CompressRatios, _, err = m.UintsOrScalar("attention.compress_ratios", nblk)
 	if err != nil {
 		return h, err
 	}
 	if h.CompressRatios == nil {
-		h.CompressRatios = make([]int, h.Layers) // dense everywhere
+		h.CompressRatios = make([]int, nblk) // dense everywhere
 	}
 	if h.PLE, err = readPLE(f, m, h); err != nil {
 		return h, err

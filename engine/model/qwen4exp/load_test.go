@@ -3,73 +3,16 @@ package qwen4exp_test
 import (
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/internal/modeltest"
 	"github.com/strata-llm/strata/engine/model/qwen4exp"
 	"github.com/strata-llm/strata/engine/synth"
 )
-
-// rewrite copies src to a new file, letting kv and tensor edit or drop
-// entries (return false to drop).
-func rewrite(t *testing.T, src string, kv func(*gguf.KV) bool, tensor func(*gguf.TensorInfo) bool) string {
-	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := gguf.NewWriter()
-	for _, e := range f.KV {
-		e := e
-		if kv == nil || kv(&e) {
-			w.AddKV(e.Key, e.Value)
-		}
-	}
-	for i := range f.Tensors {
-		ti := f.Tensors[i]
-		data := f.Data(&f.Tensors[i])
-		ti.Dims = slices.Clone(ti.Dims)
-		if tensor == nil || tensor(&ti) {
-			w.AddTensor(ti.Name, ti.Type, ti.Dims, func(out io.Writer) error { _, err := out.Write(data); return err })
-		}
-	}
-	path := filepath.Join(t.TempDir(), "edited.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func setUint(key string, v uint32) func(*gguf.KV) bool {
-	return func(e *gguf.KV) bool {
-		if e.Key == key {
-			e.Value = gguf.Uint32(v)
-		}
-		return true
-	}
-}
-
-func dropKey(key string) func(*gguf.KV) bool {
-	return func(e *gguf.KV) bool { return e.Key != key }
-}
-
-func setInts(key string, v []int32) func(*gguf.KV) bool {
-	return func(e *gguf.KV) bool {
-		if e.Key == key {
-			e.Value = gguf.Int32s(v)
-		}
-		return true
-	}
-}
-
-func drop(name string) func(*gguf.TensorInfo) bool {
-	return func(ti *gguf.TensorInfo) bool { return ti.Name != name }
-}
 
 // TestOpenRefusesBrokenModels: what llama.cpp's load_arch_hparams and
 // load_arch_tensors refuse (missing hyper-connection or indexer tensors,
@@ -90,41 +33,41 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 			}
 			return true
 		}, nil, []string{`architecture "llama" is not qwen4exp`}},
-		{"missing hc head", nil, drop("output_hc_down.weight"), []string{"output_hc_down.weight"}},
-		{"missing hc inject", nil, drop("blk.1.hc_ffn_inject.weight"), []string{"blk.1.hc_ffn_inject.weight"}},
-		{"missing hc norm", nil, drop("blk.0.hc_attn_norm.weight"), []string{"blk.0.hc_attn_norm.weight"}},
-		{"missing indexer", nil, drop("blk.3.indexer.k_proj.weight"), []string{"blk.3.indexer.k_proj.weight"}},
-		{"missing indexer norm", nil, drop("blk.3.indexer.q_norm.weight"), []string{"blk.3.indexer.q_norm.weight"}},
-		{"missing beta", nil, drop("blk.0.ssm_beta.weight"), []string{"blk.0.ssm_beta.weight"}},
-		{"missing alpha", nil, drop("blk.2.ssm_alpha.weight"), []string{"blk.2.ssm_alpha.weight"}},
-		{"missing shared gate", nil, drop("blk.3.ffn_gate_inp_shexp.weight"), []string{"blk.3.ffn_gate_inp_shexp.weight"}},
+		{"missing hc head", nil, modeltest.Drop("output_hc_down.weight"), []string{"output_hc_down.weight"}},
+		{"missing hc inject", nil, modeltest.Drop("blk.1.hc_ffn_inject.weight"), []string{"blk.1.hc_ffn_inject.weight"}},
+		{"missing hc norm", nil, modeltest.Drop("blk.0.hc_attn_norm.weight"), []string{"blk.0.hc_attn_norm.weight"}},
+		{"missing indexer", nil, modeltest.Drop("blk.3.indexer.k_proj.weight"), []string{"blk.3.indexer.k_proj.weight"}},
+		{"missing indexer norm", nil, modeltest.Drop("blk.3.indexer.q_norm.weight"), []string{"blk.3.indexer.q_norm.weight"}},
+		{"missing beta", nil, modeltest.Drop("blk.0.ssm_beta.weight"), []string{"blk.0.ssm_beta.weight"}},
+		{"missing alpha", nil, modeltest.Drop("blk.2.ssm_alpha.weight"), []string{"blk.2.ssm_alpha.weight"}},
+		{"missing shared gate", nil, modeltest.Drop("blk.3.ffn_gate_inp_shexp.weight"), []string{"blk.3.ffn_gate_inp_shexp.weight"}},
 		{"hc inject of the wrong shape", nil, func(ti *gguf.TensorInfo) bool {
 			if ti.Name == "blk.0.hc_attn_inject.weight" {
 				ti.Dims[0], ti.Dims[1] = ti.Dims[0]/2, ti.Dims[1]*2
 			}
 			return true
 		}, []string{"blk.0.hc_attn_inject.weight", "shape"}},
-		{"one stream", setUint(a+"hyper_connection.count", 1), nil, []string{a + "hyper_connection.count", "greater than one"}},
-		{"low rank 0", setUint(a+"hyper_connection.low_rank", 0), nil, []string{a + "hyper_connection.low_rank"}},
-		{"missing low rank", dropKey(a + "hyper_connection.low_rank"), nil, []string{a + "hyper_connection.low_rank"}},
-		{"indexer top-k 0", setUint(a+"attention.indexer.top_k", 0), nil, []string{a + "attention.indexer"}},
-		{"missing indexer heads", dropKey(a + "attention.indexer.head_count"), nil, []string{a + "attention.indexer.head_count"}},
-		{"missing rope sections", dropKey(a + "rope.dimension_sections"), nil, []string{a + "rope.dimension_sections"}},
-		{"rope sections of 3", setInts(a+"rope.dimension_sections", []int32{4, 4, 0}), nil, []string{a + "rope.dimension_sections", "entries"}},
-		{"expert sizes of 3 layers", setInts(a+"expert_feed_forward_length", []int32{256, 256, 256}), nil,
+		{"one stream", modeltest.SetUint(a+"hyper_connection.count", 1), nil, []string{a + "hyper_connection.count", "greater than one"}},
+		{"low rank 0", modeltest.SetUint(a+"hyper_connection.low_rank", 0), nil, []string{a + "hyper_connection.low_rank"}},
+		{"missing low rank", modeltest.DropKey(a + "hyper_connection.low_rank"), nil, []string{a + "hyper_connection.low_rank"}},
+		{"indexer top-k 0", modeltest.SetUint(a+"attention.indexer.top_k", 0), nil, []string{a + "attention.indexer"}},
+		{"missing indexer heads", modeltest.DropKey(a + "attention.indexer.head_count"), nil, []string{a + "attention.indexer.head_count"}},
+		{"missing rope sections", modeltest.DropKey(a + "rope.dimension_sections"), nil, []string{a + "rope.dimension_sections"}},
+		{"rope sections of 3", modeltest.SetInts(a+"rope.dimension_sections", []int32{4, 4, 0}), nil, []string{a + "rope.dimension_sections", "entries"}},
+		{"expert sizes of 3 layers", modeltest.SetInts(a+"expert_feed_forward_length", []int32{256, 256, 256}), nil,
 			[]string{a + "expert_feed_forward_length", "entries"}},
-		{"expert sizes vs tensors", setInts(a+"expert_feed_forward_length", []int32{256, 512, 256, 256}), nil,
+		{"expert sizes vs tensors", modeltest.SetInts(a+"expert_feed_forward_length", []int32{256, 512, 256, 256}), nil,
 			[]string{"blk.1.ffn_gate_exps.weight"}},
-		{"inner size", setUint(a+"ssm.inner_size", 300), nil, []string{a + "ssm.inner_size", "300"}},
-		{"conv kernel", setUint(a+"ssm.conv_kernel", 0), nil, []string{a + "ssm.conv_kernel"}},
-		{"attention interval 0", setUint(a+"full_attention_interval", 0), nil, []string{a + "full_attention_interval"}},
+		{"inner size", modeltest.SetUint(a+"ssm.inner_size", 300), nil, []string{a + "ssm.inner_size", "300"}},
+		{"conv kernel", modeltest.SetUint(a+"ssm.conv_kernel", 0), nil, []string{a + "ssm.conv_kernel"}},
+		{"attention interval 0", modeltest.SetUint(a+"full_attention_interval", 0), nil, []string{a + "full_attention_interval"}},
 		{"missing shared size", func(e *gguf.KV) bool {
 			return e.Key != a+"expert_shared_feed_forward_length" && e.Key != a+"feed_forward_length"
 		}, nil, []string{a + "expert_shared_feed_forward_length"}},
-		{"rope beyond the head", setUint(a+"rope.dimension_count", 128), nil, []string{a + "rope.dimension_count"}},
+		{"rope beyond the head", modeltest.SetUint(a+"rope.dimension_count", 128), nil, []string{a + "rope.dimension_count"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { refuses(t, rewrite(t, src, tt.kv, tt.tensor), tt.want) })
+		t.Run(tt.name, func(t *testing.T) { refuses(t, modeltest.Rewrite(t, src, tt.kv, tt.tensor), tt.want) })
 	}
 	// Keys the synthetic file does not carry.
 	add := func(key string, v gguf.Value) string {
@@ -156,7 +99,8 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 		want []string
 	}{
 		{"compress ratios of 2 layers", a + "attention.compress_ratios", gguf.Int32s([]int32{0, 4}), []string{a + "attention.compress_ratios", "entries"}},
-		{"MTP blocks", a + "nextn_predict_layers", gguf.Uint32(1), []string{a + "nextn_predict_layers"}},
+		// The last block becomes the MTP block, which has no nextn tensors.
+		{"MTP blocks", a + "nextn_predict_layers", gguf.Uint32(1), []string{"blk.3.nextn.eh_proj.weight"}},
 		{"two PLE layers", a + "ple.layers", gguf.Int32s([]int32{0, 1}), []string{a + "ple.layers", "only one PLE layer"}},
 		{"PLE on attention", a + "ple.layers", gguf.Int32s([]int32{3}), []string{"PLE layer 3 is not a linear attention layer"}},
 		{"PLE out of range", a + "ple.layers", gguf.Int32s([]int32{9}), []string{"PLE layer 9 is out of range"}},
@@ -165,12 +109,12 @@ func TestOpenRefusesBrokenModels(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { refuses(t, add(tt.key, tt.v), tt.want) })
 	}
 	// The unedited copy loads.
-	f, err := gguf.Open(rewrite(t, src, nil, nil))
+	f, err := gguf.Open(modeltest.Rewrite(t, src, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen4exp.Open(f, model.Options{Backend: newBackend(t, 1)})
+	m, err := qwen4exp.Open(f, model.Options{Backend: modeltest.NewBackend(t, 1)})
 	if err != nil {
 		t.Fatalf("copy: %v", err)
 	}
@@ -184,7 +128,7 @@ func refuses(t *testing.T, path string, want []string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := qwen4exp.Open(f, model.Options{Backend: newBackend(t, 1)})
+	m, err := qwen4exp.Open(f, model.Options{Backend: modeltest.NewBackend(t, 1)})
 	if err == nil {
 		m.Close()
 		t.Fatal("Open accepted a broken model")

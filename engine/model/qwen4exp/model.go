@@ -20,6 +20,11 @@
 //   - A PLE n-gram hash embedding added to the residual on one DeltaNet
 //     layer.
 //
+// The MTP (nextn) blocks, where a file has them (llama.cpp's converter
+// writes none for qwen4exp and its loader refuses a file that does), draft
+// tokens for speculative decoding (mtp.go, model.DraftHead); plain decoding
+// never runs them.
+//
 // Routing is softmax → top-k → renormalise whatever the file's gating keys
 // say, as llama.cpp's graph hard-codes it.
 //
@@ -28,7 +33,9 @@
 // KV cache, Session.idx). PLE (ple.go, ple_table.go): the PLE step updates
 // the HC residual of the PLE layer before its first mix (Session.pleStep;
 // its history is the layer's third recurrent buffer), from table rows
-// whose reads start with the forward pass (Session.pleStart). Both have
+// whose reads start with the forward pass (Session.pleStart), or earlier
+// for a batch the caller announces (Session.Prefetch: speculation's
+// verify batch, as soon as the drafter has returned it). Both have
 // their weights loaded here (layer.qsa, Model.ple).
 package qwen4exp
 
@@ -56,7 +63,8 @@ type Model struct {
 	embd   *backend.Matrix
 	hcHead blocks.HyperConn // the final mixer (no inject), the output norm
 	head   blocks.Head      // the output projection (no norm)
-	layers []layer
+	layers []layer          // trunk
+	mtp    []mtpBlock       // (mtp.go)
 	layout model.ExpertLayout
 	rope   backend.Rope
 	ple    *pleWeights // nil: no PLE layer
@@ -155,6 +163,13 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 		}
 		m.layout.Layers[i] = &le
 	}
+	for j := 0; j < hp.MTP; j++ {
+		b, err := m.loadMTP(ld, hp.Layers+j)
+		if err != nil {
+			return nil, err
+		}
+		m.mtp = append(m.mtp, b)
+	}
 	if err := m.initQSA(); err != nil {
 		return nil, err
 	}
@@ -177,6 +192,9 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 		if i+1 < len(m.layers) {
 			m.layers[i].moe.NextRouter = m.layers[i+1].moe.Router
 		}
+	}
+	if err := m.initMTPExperts(f); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -245,7 +263,7 @@ func loadPLE(ld *blocks.Loader, hp *Hparams) (*pleWeights, error) {
 	return p, nil
 }
 
-// loadLayer reads block i into l.
+// loadLayer reads block i (trunk or MTP) into l.
 func (m *Model) loadLayer(ld *blocks.Loader, i int, l *layer) (model.LayerExperts, error) {
 	hp, e := m.hp, m.hp.Embd
 	var err error
@@ -315,19 +333,21 @@ func (m *Model) loadLayer(ld *blocks.Loader, i int, l *layer) (model.LayerExpert
 		a.P = backend.AttnParams{Heads: hp.Heads, HeadsKV: hp.HeadsKV, HeadDim: hp.HeadDim,
 			Scale: float32(1 / math.Sqrt(float64(hp.HeadDim)))}
 		a.RopeDims, a.Eps, a.Gated = hp.RopeDims, hp.Eps, true
-		q := &l.qsa
-		if err := loadMats([]mat{
-			{&q.QProj, n("indexer.q_proj"), e, hp.IndexerHeads * hp.IndexerDim}, {&q.KProj, n("indexer.k_proj"), e, hp.IndexerDim},
-		}); err != nil {
-			return model.LayerExperts{}, err
+		if i < hp.Layers { // an MTP block attends densely: no indexer (mtp.go)
+			q := &l.qsa
+			if err := loadMats([]mat{
+				{&q.QProj, n("indexer.q_proj"), e, hp.IndexerHeads * hp.IndexerDim}, {&q.KProj, n("indexer.k_proj"), e, hp.IndexerDim},
+			}); err != nil {
+				return model.LayerExperts{}, err
+			}
+			if q.QNorm, err = ld.Vec(n("indexer.q_norm"), hp.IndexerDim); err != nil {
+				return model.LayerExperts{}, err
+			}
+			if q.KNorm, err = ld.Vec(n("indexer.k_norm"), hp.IndexerDim); err != nil {
+				return model.LayerExperts{}, err
+			}
+			q.Ratio = hp.CompressRatios[i]
 		}
-		if q.QNorm, err = ld.Vec(n("indexer.q_norm"), hp.IndexerDim); err != nil {
-			return model.LayerExperts{}, err
-		}
-		if q.KNorm, err = ld.Vec(n("indexer.k_norm"), hp.IndexerDim); err != nil {
-			return model.LayerExperts{}, err
-		}
-		q.Ratio = hp.CompressRatios[i]
 	}
 	ff := hp.FFExpert[i]
 	var router *backend.Matrix

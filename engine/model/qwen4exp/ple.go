@@ -205,13 +205,14 @@ type pleSession struct {
 	fetch pleFetch
 	stage pleStage
 	ids   []int32
+	pids  []int32   // Prefetch's
 	emb   []float32 // [rows][embd]
 	buf   pleBuf
 	snaps [][]float32
 }
 
 func (p *pleSession) Bytes() int64 {
-	return p.stage.Bytes() + p.buf.Bytes() + 4*int64(cap(p.emb)) + 4*int64(cap(p.ids))
+	return p.stage.Bytes() + p.buf.Bytes() + 4*int64(cap(p.emb)) + 4*int64(cap(p.ids)+cap(p.pids))
 }
 
 // initPLE builds the PLE layer and its table's reader once the expert
@@ -250,6 +251,23 @@ func (s *Session) pleStart(toks []int32) {
 	}
 	s.ple.ids = s.m.hp.PLE.RowIDs(s.ple.ids[:0], s.tokens, toks)
 	s.m.pleTab.Start(&s.ple.fetch, s.ple.ids)
+}
+
+// Prefetch implements model.Prefetcher: when the PLE table is streamed,
+// it starts reading the rows of tokens (a coming batch after the session's
+// tokens), which that batch's forward then finds cached or in flight.
+func (s *Session) Prefetch(tokens []int32) {
+	m := s.m
+	if m.pleL == nil || !m.pleTab.Streamed() || s.closed || len(tokens) == 0 {
+		return
+	}
+	for _, id := range tokens {
+		if id < 0 || int(id) >= m.hp.Vocab {
+			return // the forward refuses it
+		}
+	}
+	s.ple.pids = m.hp.PLE.RowIDs(s.ple.pids[:0], s.tokens, tokens)
+	m.pleTab.Prefetch(s.ple.pids)
 }
 
 // pleStep adds the PLE to the residual x of nt rows at the PLE layer.

@@ -40,6 +40,7 @@ type Session struct {
 	idx   []*qsaCache // per layer: the indexer cache of QSA layers (qsa.go)
 	qsab  qsaBuf
 	ple   pleSession // (ple.go)
+	mtp   mtpState   // the MTP head's cache (drafting only; mtp.go)
 }
 
 // NewSession implements model.Model.
@@ -75,7 +76,7 @@ func (m *Model) NewSession(nCtx int) (model.Session, error) {
 // checkpoints, buffers.
 func (s *Session) MemoryBytes() int64 {
 	n := s.kv.Bytes() + s.rec.Bytes() + 4*int64(cap(s.x)+cap(s.xn)+cap(s.y)+cap(s.cs)) +
-		s.hc.Bytes() + s.attn.Bytes() + s.delta.Bytes() + s.moe.Bytes() + s.head.Bytes() + s.qsab.Bytes() + s.ple.Bytes()
+		s.hc.Bytes() + s.attn.Bytes() + s.delta.Bytes() + s.moe.Bytes() + s.head.Bytes() + s.qsab.Bytes() + s.ple.Bytes() + s.mtp.bytes()
 	for _, c := range s.idx {
 		if c != nil {
 			n += c.Bytes()
@@ -111,6 +112,7 @@ func (s *Session) Truncate(n int) error {
 	s.rec.Truncate(n, len(s.tokens))
 	s.qsaTruncate(n)
 	s.tokens = s.tokens[:n]
+	s.mtpTruncate(n)
 	return nil
 }
 
@@ -118,6 +120,7 @@ func (s *Session) Truncate(n int) error {
 func (s *Session) Close() error {
 	s.kv = &backend.KVCache{}
 	s.closed = true
+	s.mtp = mtpState{}
 	return nil
 }
 
@@ -235,5 +238,11 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 	if err := m.hcHead.Mix(be, x, nt, &s.hc, xn); err != nil {
 		return err
 	}
-	return m.head.Forward(be, xn, b, &s.head)
+	if err := m.head.Forward(be, xn, b, &s.head); err != nil {
+		return err
+	}
+	if s.mtp.On && s.mtp.Valid == pos0 {
+		return s.mtpTrack(b.Tokens, xn, pos0)
+	}
+	return nil
 }
