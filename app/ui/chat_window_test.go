@@ -627,7 +627,7 @@ func TestChatModelPicker(t *testing.T) {
 	}
 
 	choose(u, demoChoice)
-	waitFor(t, "the demo model", func() bool { return f.eng.Status().Model != nil && f.eng.Status().Model.Path == demo })
+	waitFor(t, "the demo model", func() bool { m := f.eng.Status().Model; return m != nil && m.Path == demo }) // one snapshot: the model may unload between two
 	if f.store.Get().Model != "" {
 		t.Fatalf("settings model %q after choosing the demo", f.store.Get().Model)
 	}
