@@ -149,6 +149,7 @@ type loaded struct {
 	resident  int64      // bytes of weights read into memory (0 when mapped)
 	sessBytes int64      // the session's KV cache and buffers; guarded by Engine.mu
 	gate      *gate.Gate // SpecGate's measurements for this model; nil until a request speculates
+	keep      *keeper    // keeps the weights' memory warm while idle; nil when nothing is kept
 }
 
 // sessionBytes asks the session what it holds; only while it is not in use.
@@ -402,6 +403,11 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	}
 	lm.sessBytes = lm.sessionBytes()
 	lm.idle = time.Now()
+	var arena []byte
+	if lm.stream != nil {
+		arena = lm.stream.Arena()
+	}
+	lm.keep = startKeeper(warmRegions(f, plan.mode, arena), e.turn, keepWarmEvery)
 	return lm, nil
 }
 
@@ -462,6 +468,7 @@ func (e *Engine) setProgress(phase, text string, done, total int64) {
 }
 
 func (lm *loaded) close() {
+	lm.keep.stop()
 	if lm.hist != nil {
 		lm.hist.save()
 	}

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package cpu
+
+// deltaRowArch has no assembly here: deltaTask.Run takes its scalar
+// steps.
+func deltaRowArch(dst, src, k, q []float32, eg, v, beta float32) (float32, bool) { return 0, false }
