@@ -9,12 +9,13 @@ import (
 
 // InvariantCols is the largest number of activation rows for which every
 // Gemm gives each row bit for bit what a one-row Gemm gives it. Some tiled
-// kernels sum in another order than their one-row kernel (the AVX-512 VNNI
-// Q8_0/Q4_0 row kernel keeps two accumulators, the 4×3 tiles one; the IQ
-// "quads" tiles differ from the one-column kernels), so a row's logits
+// kernels sum in another order than their one-row kernel (the IQ "quads"
+// tiles differ from the one-column kernels), so a row's logits
 // would depend on the batch it was computed in: a speculative verify of k
 // rows must give each row what a one-row decode would, or greedy
-// speculation changes the text. Batches of up to InvariantCols rows of
+// speculation changes the text. (The AVX-512 VNNI Q8_0/Q4_0 row kernel
+// keeps one accumulator like its tiles, so those types are invariant at
+// every batch size.) Batches of up to InvariantCols rows of
 // such kernels therefore run column by column through the one-row kernel;
 // larger ones (prompt prefill) keep the tiles' weight reuse. Full
 // invariance for every batch size would cost the tiles' reuse in prefill.
