@@ -2,6 +2,9 @@
 
 package cpu
 
+// hasDeltaRowAsm reports whether deltaRowArch runs assembly here.
+var hasDeltaRowAsm = hasExpAVX2
+
 //go:noescape
 func deltaRowAVX2(dst, src, k, q *float32, chunks int, eg, v, beta float32) float32
 
@@ -10,7 +13,7 @@ func deltaRowAVX2(dst, src, k, q *float32, chunks int, eg, v, beta float32) floa
 // of 32; ok is false when it did nothing.
 func deltaRowArch(dst, src, k, q []float32, eg, v, beta float32) (o float32, ok bool) {
 	n := len(dst)
-	if n == 0 || n%32 != 0 || !hasExpAVX2 {
+	if n == 0 || n%32 != 0 || !hasDeltaRowAsm {
 		return 0, false
 	}
 	_, _, _ = src[n-1], k[n-1], q[n-1]
