@@ -17,10 +17,13 @@ import (
 // pass reading a byte of every 4 KiB page of 1.3 GB took 5–7 ms right
 // after the previous pass but 14–93 ms after 60 s of idle (three rounds);
 // with a pass every 5 s during those 60 s the pass after them took
-// 7.2–7.7 ms. On a 4-layer Q5_K_M qwen3next the time to first token after
-// 60 s idle went from ~1.4× the warm one to (see the closing note of
-// issue 19). Laptops have their own reasons to lose idle pages' speed
-// (macOS compresses the memory of apps that sit idle). A pass costs about
+// 7.2–7.7 ms. strata bench --ttft-idle 60s (4-layer A3B-shaped Q5_K_M
+// qwen3moe, 64-token prompt, 2 threads): without the keeper, ratios 1.33
+// (3 rounds; one round 2.62) and 1.00 (5 rounds; one 1.36) of the warm
+// time to first token; with it 1.12, 1.03 and 1.01 (3, 5 and 5 rounds;
+// worst round 1.13): the penalty comes and goes, the keeper removes its
+// tail. Laptops have their own reasons to lose idle pages' speed (macOS
+// compresses the memory of apps that sit idle). A pass costs about
 // 4 ns per page once warm: 0.1 % of one core for a 1.3 GB model and ~1.5 %
 // for a 20 GB one, only while the model is loaded (the keep-alive) and
 // nothing runs.
