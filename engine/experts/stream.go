@@ -720,6 +720,7 @@ func (s *Stream) Warm(order [][2]int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
+	var filled []int32 // the order's slots, hottest first
 	for _, le := range order {
 		if n >= len(s.slots) || s.closed {
 			break
@@ -728,7 +729,8 @@ func (s *Stream) Warm(order [][2]int) int {
 		if l < 0 || l >= len(s.layers) || !s.layers[l].ok || e < 0 || e >= s.layers[l].experts {
 			continue
 		}
-		if _, ok := s.resident[key(l, e)]; ok {
+		if i, ok := s.resident[key(l, e)]; ok {
+			filled = append(filled, i)
 			n++
 			continue
 		}
@@ -738,7 +740,17 @@ func (s *Stream) Warm(order [][2]int) int {
 		}
 		s.assign(v, l, e, false)
 		s.warmed = append(s.warmed, key(l, e))
+		filled = append(filled, v)
 		n++
+	}
+	// The hottest most recently used, so that the first misses evict the
+	// coldest of the fill. Filled in order, the hottest were the least
+	// recently used and went first: measured with BenchmarkHistoryRestart
+	// (4-layer 30B-shaped Q8_0, router skew 0.5, 600 MB cgroup limit,
+	// cache 0.32 GB), the first 512 tokens after a restart hit 62.7 % with
+	// the history against 71.0 % without it.
+	for i := len(filled) - 1; i >= 0; i-- {
+		s.touch(filled[i])
 	}
 	return n
 }

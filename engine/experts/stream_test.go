@@ -309,3 +309,48 @@ func TestCacheRoutingIsDeterministic(t *testing.T) {
 		t.Fatalf("telemetry %+v", tel)
 	}
 }
+
+// TestWarmKeepsTheHottest: after Warm fills the arena hottest first, the
+// first misses evict the coldest experts of the fill, not the hottest.
+func TestWarmKeepsTheHottest(t *testing.T) {
+	path := writeModel(t, ggml.Q8_0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	slot := probeLayout(t, f)
+	be := cpu.NewBackend(1)
+	defer be.Close()
+	var s *experts.Stream
+	m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		st, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 4 * slot})
+		s = st
+		return st, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if n := s.Warm([][2]int{{0, 5}, {0, 6}, {0, 7}, {0, 8}}); n != 4 {
+		t.Fatalf("warm queued %d of 4", n)
+	}
+	for done, total := s.Warmed(); done < total; done, total = s.Warmed() {
+		time.Sleep(time.Millisecond)
+	}
+	ctx := context.Background()
+	for _, e := range []int32{1, 2} { // two misses
+		fe, err := s.Fetch(ctx, 0, []int32{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fe.Ready(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		fe.Release()
+	}
+	res := s.Resident(0, nil)
+	if !res[5] || !res[6] || res[7] || res[8] {
+		t.Fatalf("resident after two misses: 5 %v 6 %v 7 %v 8 %v; want the two hottest of the fill kept", res[5], res[6], res[7], res[8])
+	}
+}
