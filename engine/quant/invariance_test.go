@@ -3,10 +3,60 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
+	"testing"
 
 	"github.com/strata-llm/strata/engine/ggml"
-	"testing"
 )
+
+// gemmCase is random weights of one type and activation rows quantized
+// for its kernel.
+type gemmCase struct {
+	k           *Kernel
+	typ         ggml.Type
+	n, rows, rb int
+	w, a        []byte
+	as          int
+}
+
+// newGemmCase makes rows weight rows of n values of typ and cols
+// activation rows (values of scale 3), from seed; ok is false for a type
+// that has no rows of n values.
+func newGemmCase(t *testing.T, typ ggml.Type, n, rows, cols int, seed uint64) (gemmCase, bool) {
+	k := mustKernel(t, typ)
+	rb, err := typ.RowSize(int64(n))
+	if err != nil {
+		return gemmCase{}, false
+	}
+	rng := rand.New(rand.NewPCG(uint64(typ), seed))
+	g := gemmCase{k: k, typ: typ, n: n, rows: rows, rb: int(rb), w: make([]byte, int(rb)*rows)}
+	k.Random(g.w, rng, 0.5)
+	g.as = ActivationSize(k.VecDotType, n)
+	g.a = make([]byte, g.as*cols)
+	x := make([]float32, n)
+	for c := 0; c < cols; c++ {
+		for i := range x {
+			x[i] = float32(rng.NormFloat64()) * 3
+		}
+		QuantizeActivations(k.VecDotType, x, g.a[c*g.as:(c+1)*g.as])
+	}
+	return g, true
+}
+
+// checkRowsAlone fails unless a Gemm of the first cols activation rows
+// gives each row bit for bit its one-row result.
+func (g gemmCase) checkRowsAlone(t *testing.T, cols int) {
+	t.Helper()
+	out, one := make([]float32, g.rows*cols), make([]float32, g.rows)
+	g.k.Gemm(g.n, g.w, g.rb, g.rows, g.a, g.as, cols, out, g.rows)
+	for c := 0; c < cols; c++ {
+		g.k.Gemm(g.n, g.w, g.rb, g.rows, g.a[c*g.as:], g.as, 1, one, g.rows)
+		for r := range one {
+			if math.Float32bits(one[r]) != math.Float32bits(out[c*g.rows+r]) {
+				t.Fatalf("%s: row %d of a batch of %d differs from the row alone (weight row %d)", g.typ, c, cols, r)
+			}
+		}
+	}
+}
 
 // TestGemmColumnInvariant: for every weight type and every batch of up to
 // InvariantCols activation rows, each row's products are bit for bit
@@ -14,36 +64,12 @@ import (
 // check's and rows that are not a multiple of the tiles' 4.
 func TestGemmColumnInvariant(t *testing.T) {
 	for typ := range kernels {
-		k := mustKernel(t, typ)
-		const n, rows = 1024, 23
-		rb, err := typ.RowSize(n)
-		if err != nil {
+		g, ok := newGemmCase(t, typ, 1024, 23, InvariantCols, 99)
+		if !ok {
 			continue
 		}
-		rng := rand.New(rand.NewPCG(uint64(typ), 99))
-		w := make([]byte, int(rb)*rows)
-		k.Random(w, rng, 0.5)
-		as := ActivationSize(k.VecDotType, n)
-		a := make([]byte, as*InvariantCols)
-		x := make([]float32, n)
-		for c := 0; c < InvariantCols; c++ {
-			for i := range x {
-				x[i] = float32(rng.NormFloat64()) * 3
-			}
-			QuantizeActivations(k.VecDotType, x, a[c*as:(c+1)*as])
-		}
-		one := make([]float32, rows)
-		out := make([]float32, rows*InvariantCols)
 		for cols := 1; cols <= InvariantCols; cols++ {
-			k.Gemm(n, w, int(rb), rows, a, as, cols, out, rows)
-			for c := 0; c < cols; c++ {
-				k.Gemm(n, w, int(rb), rows, a[c*as:], as, 1, one, rows)
-				for r := range one {
-					if math.Float32bits(one[r]) != math.Float32bits(out[c*rows+r]) {
-						t.Fatalf("%s: row %d of a batch of %d differs from the row alone (weight row %d)", typ, c, cols, r)
-					}
-				}
-			}
+			g.checkRowsAlone(t, cols)
 		}
 	}
 }
@@ -54,30 +80,7 @@ func TestGemmColumnInvariant(t *testing.T) {
 // logits do not depend on how it is chunked.
 func TestQ8TilesMatchTheRowKernel(t *testing.T) {
 	for _, typ := range []ggml.Type{ggml.Q8_0, ggml.Q4_0} {
-		k := mustKernel(t, typ)
-		const n, rows, cols = 512, 9, 29
-		rb, _ := typ.RowSize(n)
-		rng := rand.New(rand.NewPCG(uint64(typ), 7))
-		w := make([]byte, int(rb)*rows)
-		k.Random(w, rng, 0.5)
-		as := ActivationSize(k.VecDotType, n)
-		a := make([]byte, as*cols)
-		x := make([]float32, n)
-		for c := 0; c < cols; c++ {
-			for i := range x {
-				x[i] = float32(rng.NormFloat64()) * 3
-			}
-			QuantizeActivations(k.VecDotType, x, a[c*as:(c+1)*as])
-		}
-		out, one := make([]float32, rows*cols), make([]float32, rows)
-		k.Gemm(n, w, int(rb), rows, a, as, cols, out, rows)
-		for c := 0; c < cols; c++ {
-			k.Gemm(n, w, int(rb), rows, a[c*as:], as, 1, one, rows)
-			for r := range one {
-				if math.Float32bits(one[r]) != math.Float32bits(out[c*rows+r]) {
-					t.Fatalf("%s: row %d of a batch of %d differs from the row alone (weight row %d)", typ, c, cols, r)
-				}
-			}
-		}
+		g, _ := newGemmCase(t, typ, 512, 9, 29, 7)
+		g.checkRowsAlone(t, 29)
 	}
 }
