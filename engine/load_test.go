@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -90,5 +92,42 @@ func TestSplitModelMatchesUnsplit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Unload gives the model's memory back to the system at once, so a model
+// loaded next in the same process (after a keep-alive expiry, say) sees
+// it as usable and sizes its expert cache the same: the Go heap the
+// session held (its KV cache, buffers) is returned, not kept as free heap
+// until the runtime's scavenger gets to it.
+func TestUnloadReturnsTheHeap(t *testing.T) {
+	path := writeSynth(t, t.TempDir(), nil)
+	held := func() int64 { // heap memory taken from the system and not returned
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapSys - ms.HeapReleased)
+	}
+	debug.FreeOSMemory()
+	before := held()
+	eng := engine.New(engine.Options{Threads: 1, ContextLength: 16384, Streaming: engine.StreamAlways})
+	defer eng.Close()
+	if err := eng.Load(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Generate(context.Background(), engine.Request{Prompt: "Give the memory back",
+		Sampling: engine.Sampling{MaxTokens: 4}}, func(engine.Token) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	loaded := held()
+	if err := eng.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	after := held()
+	t.Logf("heap held: %.1f MB before the load, %.1f MB loaded, %.1f MB after the unload", float64(before)/1e6, float64(loaded)/1e6, float64(after)/1e6)
+	if loaded-before < 8<<20 {
+		t.Fatalf("the loaded model holds only %d bytes of heap: the test measures nothing", loaded-before)
+	}
+	if after-before > (loaded-before)/4 {
+		t.Errorf("after the unload the process still holds %d of the %d bytes of heap the model took", after-before, loaded-before)
 	}
 }

@@ -745,11 +745,7 @@ func (s *Stream) Warm(order [][2]int) int {
 	}
 	// The hottest most recently used, so that the first misses evict the
 	// coldest of the fill (filled in order, the hottest were the least
-	// recently used and went first). It is not what makes a restart with
-	// a history hit less than one without on BenchmarkHistoryRestart
-	// (4-layer 30B-shaped Q8_0, router skew 0.5, 600 MB cgroup limit,
-	// cache 0.32 GB: 62.7 % with against 71.0 % without, 62.6 % with this
-	// order); that cause is still to be found.
+	// recently used and went first).
 	for i := len(filled) - 1; i >= 0; i-- {
 		s.touch(filled[i])
 	}
