@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -140,25 +141,25 @@ func TestQwen4ExpLongPromptMatchesLlamaCpp(t *testing.T) {
 // peaked synthetic qwen4exp models and requires that they are llama.cpp's
 // greedy continuation (checked as TestQwen3NextGreedyMatchesLlamaCpp
 // does: llama.cpp's most likely next token at every step of the prompt
-// and our tokens evaluated in one batch).
+// and our tokens evaluated in one batch). Where a token differs, the
+// failure says how close the choice was on both sides and how close the
+// nearest route was to its top-k cut (a route trace of our run,
+// model.RouteRecorder).
 //
-// The seed matters: the hyper-connection mix halves the router skew's hot
-// dimension, so routes are flatter than qwen3next's and an expert near-tie
-// flips now and then. Over seeds 13 and 16-20, 13 of 18 model runs gave 64
-// identical tokens; the 5 others parted where llama.cpp's top-2 margin was
-// 0.006-0.27, or after a route flip: seed 19, Q4_K, llama.cpp 0.993
-// against 0.007, where layer 1's 2nd and 3rd experts were 0.1484 and
-// 0.1461; seed 13, Q4_K, 0.757 against 0.130. The
-// per-position comparisons (TestQwen4ExpMatchesLlamaCpp) bound the
-// difference everywhere else.
-//
-// Which seeds part depends on both sides' rounding, so on the host: seed
-// 18, chosen on an AVX2 host, parts at Q4_K token 40 (llama.cpp 0.817
-// against 0.183) on an AVX-512 one, where node-llama-cpp loads its
-// AVX-512 build. Over seeds 1-30 there, 11 of 60 runs (our AVX-512
-// kernels, and our AVX2 ones with GODEBUG=cpu.avx512f=off) gave 64
-// identical tokens on all three types; seeds 7, 17 and 29 did so in both
-// and with -tags purego, and 17 is used.
+// The seed matters, and the route trace says why only in part. Over seeds
+// 1-30 on an AVX-512 host (Zen 5), 33 of 90 model runs (Q8_0, Q4_K,
+// IQ4_XS) parted from llama.cpp somewhere in 64 tokens: 24 of them where
+// a near-tie explains it (a route cut, log p_last/p_out, below 0.05 in
+// the token's row or the two before; or a top-2 margin below 0.05), 9
+// with no near-tie (seed 18, Q4_K, token 40: llama.cpp 0.817 against
+// 0.183, ours 240 by a margin of 0.894, nearest cut 0.056). So do not
+// read a near-tie into every difference: with the router skew at 16
+// (routes all but fixed), 32 of 90 runs parted, 25 with no near-tie
+// (seed 8, token 7: llama.cpp 0.997 for 318, ours 19 by 0.797), while the
+// per-position comparisons on random tokens still pass at that skew.
+// That is open (see the issue notes). Seed 17 gives 64 identical tokens
+// on this host and the one before (Zen 4), with our AVX-512 and AVX2
+// kernels and with -tags purego.
 func TestQwen4ExpGreedyMatchesLlamaCpp(t *testing.T) {
 	o := oracle.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -204,10 +205,15 @@ func TestQwen4ExpGreedyMatchesLlamaCpp(t *testing.T) {
 			if !stops[i] && len(got) != 64 {
 				t.Fatalf("%d tokens generated, want 64", len(got))
 			}
+			var differ []int
 			for j, id := range got {
-				if want := probs[len(prompt)-1+j][0].ID; want != id {
-					t.Fatalf("token %d: ours %d, llama.cpp's greedy choice %d (llama.cpp top-2 %v)\n ours %v", j, id, want, probs[len(prompt)-1+j], got)
+				if probs[len(prompt)-1+j][0].ID != id {
+					differ = append(differ, j)
 				}
+			}
+			explainGreedyDiff(t, ctx, paths[i], prompt, got, probs, differ)
+			if len(differ) > 0 {
+				t.Fatalf("%d of %d tokens are not llama.cpp's greedy choice, the first at token %d\n ours %v", len(differ), len(got), differ[0], got)
 			}
 			if stops[i] {
 				if next := probs[len(probs)-1][0].ID; !isEOG(t, paths[i], next) {
@@ -216,6 +222,112 @@ func TestQwen4ExpGreedyMatchesLlamaCpp(t *testing.T) {
 			}
 			t.Logf("%s: %d greedy tokens identical", typ, len(got))
 		})
+	}
+}
+
+// nearTie is the closeness explainGreedyDiff reports as a near-tie: a
+// route cut (the log ratio of the last chosen expert's probability to
+// the best one left out) or a top-2 token margin (p1 - p2) below it.
+const nearTie = 0.05
+
+// explainGreedyDiff replays our greedy run of got after prompt on the
+// model at path with a route trace (failing if the replay, one token at a
+// time through the model's own session, chooses otherwise than the
+// engine did) and logs, for every token of differ
+// (where llama.cpp, whose top-2 after each position is probs, chose
+// otherwise), both sides' top-2 margins and the nearest route cut in the
+// token's row or the two before (a flipped expert moves later rows
+// through attention and the recurrent state), and how many of all the
+// tokens follow such a near-tie.
+func explainGreedyDiff(t *testing.T, ctx context.Context, path string, prompt, got []int32, probs [][]oracle.Prob, differ []int) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	be := cpu.NewBackend(2)
+	defer be.Close()
+	tr := &routeTrace{}
+	m, err := qwen4exp.Open(f, model.Options{Backend: be, Usage: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(len(prompt) + len(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The rows as the engine ran them: the prompt in one batch, then one
+	// token at a time; row r's logits give token r+1.
+	var cut []float64  // per row: the nearest route cut over the layers
+	var top2 []float64 // per row: our top-2 token margin
+	for next := prompt; ; {
+		tr.begin(len(next))
+		batch := model.Batch{Tokens: next}
+		if err := s.Forward(ctx, &batch); err != nil {
+			t.Fatal(err)
+		}
+		cut = append(cut, tr.rows...)
+		tp := engine.TopProbs(batch.Out[0], m.Info().Vocab)
+		for len(top2) < len(cut)-1 {
+			top2 = append(top2, 1) // prompt rows without logits
+		}
+		top2 = append(top2, tp[0].P-tp[1].P)
+		j := len(cut) - len(prompt) // the token these logits give
+		if j >= len(got) {
+			break
+		}
+		if tp[0].ID != got[j] {
+			t.Fatalf("the traced run chose %d at token %d, the engine %d: the trace is not of the same run", tp[0].ID, j, got[j])
+		}
+		next = got[j : j+1]
+	}
+	window := func(r int) float64 { return min(cut[r], cut[max(r-1, 0)], cut[max(r-2, 0)]) }
+	near := 0
+	for j := range got {
+		r := len(prompt) - 1 + j
+		if window(r) < nearTie || probs[r][0].P-probs[r][1].P < nearTie || top2[r] < nearTie {
+			near++
+		}
+	}
+	for _, j := range differ {
+		r := len(prompt) - 1 + j // the row whose logits gave token j
+		t.Logf("token %d: ours %d, llama.cpp %d (%.3f against %.3f); our top-2 margin %.3f; nearest route cut %.4f",
+			j, got[j], probs[r][0].ID, probs[r][0].P, probs[r][1].P, top2[r], window(r))
+	}
+	t.Logf("%d of the %d tokens follow a near-tie (below %g)", near, len(got), nearTie)
+}
+
+// routeTrace is a model.RouteRecorder that keeps, for the rows of one
+// Forward, the nearest route cut over the MoE layers: the log ratio of
+// the last chosen expert's probability to the best expert left out.
+type routeTrace struct {
+	rows []float64
+	seen map[int]int // per layer: rows routed so far in this Forward
+}
+
+func (r *routeTrace) begin(rows int) {
+	r.rows = slices.Repeat([]float64{math.Inf(1)}, rows)
+	r.seen = map[int]int{}
+}
+
+func (r *routeTrace) Add(int, []int32) {}
+
+func (r *routeTrace) AddRoute(layer int, probs []float32, experts []int32) {
+	row := r.seen[layer]
+	r.seen[layer]++
+	last, out := float32(math.Inf(1)), float32(0)
+	for e, p := range probs {
+		if slices.Contains(experts, int32(e)) {
+			last = min(last, p)
+		} else {
+			out = max(out, p)
+		}
+	}
+	if row < len(r.rows) && out > 0 {
+		r.rows[row] = min(r.rows[row], math.Log(float64(last))-math.Log(float64(out)))
 	}
 }
 

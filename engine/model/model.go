@@ -228,6 +228,18 @@ type UsageRecorder interface {
 	Add(layer int, experts []int32)
 }
 
+// RouteRecorder is a UsageRecorder that is also told how each choice was
+// made: a route trace. Before Add, AddRoute receives the row's router
+// probabilities over all experts (after the softmax, before the routing
+// policy) and the experts chosen, best first; probs is valid only during
+// the call. How close the last chosen and the first left-out expert were
+// tells whether two implementations whose rounding differs may choose
+// differently there.
+type RouteRecorder interface {
+	UsageRecorder
+	AddRoute(layer int, probs []float32, experts []int32)
+}
+
 // Architecture is one GGUF general.architecture the engine can run.
 type Architecture struct {
 	Name string

@@ -115,7 +115,11 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 		}
 	}
 	if m.Usage != nil {
+		rr, _ := m.Usage.(model.RouteRecorder)
 		for r := 0; r < rows; r++ {
+			if rr != nil {
+				rr.AddRoute(m.Layer, logits[r*ne:(r+1)*ne], sel[r*nu:(r+1)*nu])
+			}
 			m.Usage.Add(m.Layer, sel[r*nu:(r+1)*nu])
 		}
 	}
