@@ -44,9 +44,15 @@ run "$@" ./engine/cpu/
 run -tags purego "$@" ./engine/cpu/
 # The llama.cpp comparisons with the arm64 kernels (the oracle itself, Node,
 # runs natively): the synthetic types; the types files from llama-quantize's
-# other mixtures use; the files llama-quantize made. Each in a test binary
-# of its own, under go test's 10-minute limit (on a loaded 2-core machine:
-# 277 s and 205 s for the last two).
+# other mixtures use; the files llama-quantize made; qwen4exp and
+# qwen3next. Each in a test binary of its own, under go test's 10-minute
+# limit (on a loaded 2-core machine: 277 s for the new types, 205 s for
+# llama-quantize's files).
 run -run 'TestForwardMatchesLlamaCpp|TestGreedyMatchesLlamaCpp' "$@" ./engine/
 run -run 'TestNewTypesMatchLlamaCpp' "$@" ./engine/
 run -run 'TestLlamaQuantizeFilesMatchLlamaCpp' "$@" ./engine/
+# qwen4exp per position (every synthetic type and the Q4_K_M mixture) and
+# its 64 greedy tokens, and qwen3next's greedy tokens: 67 s, 27 s and 10 s
+# under qemu on a loaded 2-core machine (the long-prompt comparisons, 50-60
+# s each, run on amd64 only).
+run -run 'TestQwen4ExpMatchesLlamaCpp|TestQwen4ExpGreedyMatchesLlamaCpp|TestQwen3NextGreedyMatchesLlamaCpp' "$@" ./engine/
