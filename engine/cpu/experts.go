@@ -20,6 +20,10 @@ type expertsOp struct {
 	hacts []Acts      // per job: SwiGLU output, converted for Down
 	g, u  [][]float32 // per job: [rows][ff]
 	ff    int
+	// tiled: the batch has more rows than quant.InvariantCols, so no row
+	// needs its one-row bits and each expert's rows may go through the
+	// tiled kernels even when it has few of them (see ExpertsFFN).
+	tiled bool
 
 	upTask   moeUpTask
 	downTask moeDownTask
@@ -70,6 +74,14 @@ func (b *Backend) ExpertsFFN(in []float32, rows, e, ff int, jobs []backend.Exper
 		x.u = append(x.u, nil)
 	}
 	x.ff = ff
+	// A prompt's batch gives each expert a handful of its rows (512 rows
+	// top-10 over 512 experts: about 10), which the column-invariant Gemm
+	// would run one by one through the one-row kernel, since a verify of
+	// as many rows must get what a one-row decode gets. Only batches of up
+	// to quant.InvariantCols rows need that; a larger one keeps the tiles'
+	// weight reuse. (IQ2_XS qwen3next, 4 layers of the real shapes, 512-
+	// token prefill, 1 thread: the one-row kernel took 49 % of it.)
+	x.tiled = rows > quant.InvariantCols
 	for a, j := range jobs {
 		n := len(j.Rows)
 		if len(j.Out) < n*e {
@@ -127,9 +139,9 @@ func (u *moeUpTask) Run(_, i int) {
 	which, c := rest/u.per, rest%u.per
 	r0, r1 := c*u.chunk, min((c+1)*u.chunk, u.ff)
 	if which == 0 {
-		MatRows(&x.gate[a], &x.gacts[a], x.g[a], r0, r1)
+		matRows(&x.gate[a], &x.gacts[a], x.g[a], r0, r1, x.tiled)
 	} else {
-		MatRows(&x.up[a], &x.gacts[a], x.u[a], r0, r1)
+		matRows(&x.up[a], &x.gacts[a], x.u[a], r0, r1, x.tiled)
 	}
 }
 
@@ -142,7 +154,7 @@ type moeDownTask struct {
 func (d *moeDownTask) Run(_, i int) {
 	x := d.x
 	a, c := i/d.per, i%d.per
-	MatRows(&x.down[a], &x.hacts[a], x.jobs[a].Out, c*d.chunk, min((c+1)*d.chunk, d.e))
+	matRows(&x.down[a], &x.hacts[a], x.jobs[a].Out, c*d.chunk, min((c+1)*d.chunk, d.e), x.tiled)
 }
 
 // expertTask runs a per-expert step, one item per expert: gather the

@@ -133,5 +133,16 @@ func (m *matTask) Run(_, i int) {
 // thread, into out with a row stride of w.Rows (for callers that schedule
 // their own work, like the MoE experts).
 func MatRows(w *Weight, a *Acts, out []float32, r0, r1 int) {
-	w.k.Gemm(w.Cols, w.Data[r0*w.RowBytes:r1*w.RowBytes], w.RowBytes, r1-r0, a.Buf, a.Size, a.N, out[r0:], w.Rows)
+	matRows(w, a, out, r0, r1, false)
+}
+
+// matRows is MatRows through the column-invariant Gemm, or with tiled
+// through the tiled one, which may give an activation row other bits
+// than it gets alone (see quant.Kernel.Tiled).
+func matRows(w *Weight, a *Acts, out []float32, r0, r1 int, tiled bool) {
+	gemm := w.k.Gemm
+	if tiled {
+		gemm = w.k.Tiled
+	}
+	gemm(w.Cols, w.Data[r0*w.RowBytes:r1*w.RowBytes], w.RowBytes, r1-r0, a.Buf, a.Size, a.N, out[r0:], w.Rows)
 }
