@@ -107,17 +107,7 @@ func TestQwen4ExpLongPromptMatchesLlamaCpp(t *testing.T) {
 		compareLlamaCpp(t, ctx, eng, tokens, theirs, exactBounds)
 	})
 	t.Run("chunks", func(t *testing.T) {
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		be := cpu.NewBackend(2)
-		defer be.Close()
-		m, err := qwen4exp.Open(f, model.Options{Backend: be})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := openQwen4Exp(t, path, nil)
 		s, err := m.NewSession(len(tokens))
 		if err != nil {
 			t.Fatal(err)
@@ -245,19 +235,8 @@ const nearTie = 0.05
 // tokens follow such a near-tie.
 func explainGreedyDiff(t *testing.T, ctx context.Context, path string, prompt, got []int32, probs [][]oracle.Prob, differ []int) {
 	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	be := cpu.NewBackend(2)
-	defer be.Close()
 	tr := &routeTrace{}
-	m, err := qwen4exp.Open(f, model.Options{Backend: be, Usage: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := openQwen4Exp(t, path, tr)
 	s, err := m.NewSession(len(prompt) + len(got))
 	if err != nil {
 		t.Fatal(err)
@@ -302,6 +281,25 @@ func explainGreedyDiff(t *testing.T, ctx context.Context, path string, prompt, g
 			j, got[j], probs[r][0].ID, probs[r][0].P, probs[r][1].P, top2[r], window(r))
 	}
 	t.Logf("%d of the %d tokens follow a near-tie (below %g)", near, len(got), nearTie)
+}
+
+// openQwen4Exp opens the qwen4exp model at path on a 2-thread CPU backend,
+// telling usage (when not nil) every route; closed when t ends.
+func openQwen4Exp(t *testing.T, path string, usage model.UsageRecorder) model.Model {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	be := cpu.NewBackend(2)
+	t.Cleanup(func() { be.Close() })
+	m, err := qwen4exp.Open(f, model.Options{Backend: be, Usage: usage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 // routeTrace is a model.RouteRecorder that keeps, for the rows of one
