@@ -233,7 +233,17 @@ func TestForcedPlainStep(t *testing.T) {
 	if n != ForcePlainAfter {
 		t.Fatalf("forced plain after %d drafted steps, want %d", n, ForcePlainAfter)
 	}
+	// The first plain step follows a verify: it is charged to the verify,
+	// so T(1) is still unmeasured and the next step is plain too.
+	samples := g.Samples(1)
 	g.Forward(1, 10*time.Millisecond)
+	if p := g.Pick(src, 2, probs); p.K != 0 || !p.Plain || g.Samples(1) != samples {
+		t.Fatalf("after the plain step that follows a verify: %+v, %d T(1) samples (had %d)", p, g.Samples(1), samples)
+	}
+	g.Forward(1, 10*time.Millisecond)
+	if g.Samples(1) != samples+1 {
+		t.Fatalf("the second plain step is no T(1) sample: %d (had %d)", g.Samples(1), samples)
+	}
 	if p := g.Pick(src, 2, probs); p.K == 0 {
 		t.Fatalf("still plain after a measured plain step: %+v", p)
 	}
@@ -372,5 +382,29 @@ func TestBudget(t *testing.T) {
 	}
 	if b := g.Budget(hi, 0); b != 0 {
 		t.Errorf("no room: budget %d", b)
+	}
+}
+
+// TestUnknownProbabilitiesNotCalibrated: a drafter that gives no
+// probabilities (NaN) is judged by its measured acceptance alone; its NaNs
+// do not enter the calibration, which would make c = a/p̄ grow without
+// bound and Budget keep asking a hopeless source for drafts.
+func TestUnknownProbabilitiesNotCalibrated(t *testing.T) {
+	g := measured(Config{MaxDraft: 8}, 10, 13, 16)
+	nan := []float64{math.NaN(), math.NaN()}
+	for range 64 {
+		g.Verified(src, nan, 2, 0) // every first draft wrong
+	}
+	asked := 0
+	for range ProbeEveryHopeless - 1 {
+		if g.Budget(src, 8) > 0 {
+			asked++
+		}
+	}
+	if asked != 0 {
+		t.Fatalf("a source whose drafts are always wrong was asked %d times", asked)
+	}
+	if c := g.Snapshot().Calibrated[src.Name][0]; !near(c, g.Acceptance(src, 1)[0]/0.5) {
+		t.Fatalf("calibration %v moved from its prior by unknown probabilities", c)
 	}
 }
