@@ -349,25 +349,35 @@ func (b *Backend) StoreKV(c *backend.KVCache, il int, k, v []float32, rows, pos0
 // any context, prefill without a rows×heads×context buffer) for head
 // sizes it supports, else the kernel with score rows.
 func (b *Backend) Attention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, out []float32) {
+	b.attention(c, il, q, rows, pos0, p, Mask{}, out)
+}
+
+func (b *Backend) attention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, m Mask, out []float32) {
 	qd := p.Heads * p.HeadDim
 	if FlashHeadDim(p.HeadDim) {
 		FlashAttention{HeadDim: p.HeadDim, Heads: p.Heads, HeadsKV: p.HeadsKV, Rows: rows, VTrans: c.NCtx, Scale: p.Scale,
-			Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0))}.Encode(&b.cmds)
+			Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0)), Mask: m}.Encode(&b.cmds)
 		b.cmds.Barrier()
 		return
 	}
 	scores := b.stageBytes(make([]byte, 4*rows*p.Heads*c.NCtx))
 	Attention{HeadDim: p.HeadDim, Heads: p.Heads, HeadsKV: p.HeadsKV, NCtx: c.NCtx, Rows: rows, VTrans: c.NCtx, Scale: p.Scale,
-		Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Scores: scores, Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0))}.Encode(&b.cmds)
+		Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Scores: scores, Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0)), Mask: m}.Encode(&b.cmds)
 	b.cmds.Barrier()
 }
 
-// SparseAttention implements backend.Backend on the host (the caches are
-// shared memory): qwen4exp's QSA has no Metal kernel yet.
+// SparseAttention implements backend.Backend: the attention kernels with
+// the rows' masks (staged from the host).
 func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
-	if b.syncForHost() {
-		b.hostOps().SparseAttention(c, il, q, rows, pos0, p, sel, words, out)
+	if rows == 0 {
+		return
 	}
+	if words <= 0 || words*64 < pos0+rows || len(sel) < rows*words {
+		b.fail(fmt.Errorf("metal backend: sparse attention: %d mask words per row for positions up to %d (%d words given)", words, pos0+rows, len(sel)))
+		return
+	}
+	m := Mask{Sel: b.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 8*rows*words)), Words: words}
+	b.attention(c, il, q, rows, pos0, p, m, out)
 }
 
 // Softmax implements backend.Backend.
@@ -487,9 +497,9 @@ func (b *Backend) Close() error {
 
 // The recurrent (gated DeltaNet) ops run as kernels (recurrent.go); shapes
 // the kernels do not take (a DeltaNet head size that is not a multiple of
-// 32, more than MaxConvTaps taps, an empty half of a split) run on the
-// host, on the same memory, after the ops recorded before them (Sync),
-// with the CPU backend's code.
+// 32 or above 1024, an empty half of a split) run on the host, on the same
+// memory, after the ops recorded before them (Sync), with the CPU
+// backend's code.
 
 // HostOps reports whether any op ran on the host (a shape the kernels do
 // not take).
@@ -574,22 +584,29 @@ func (b *Backend) copyState(from, state []float32, n int) {
 // With from set, the window is read from from and the new one written to
 // state (copied on the GPU first, then updated in place).
 func (b *Backend) CausalConv(out, x, from, state, w []float32, rows, channels, taps int, snaps [][]float32) {
-	if taps < 2 || taps > MaxConvTaps || rows == 0 || len(snaps) > rows {
+	if taps < 1 || rows == 0 || channels == 0 || len(snaps) > rows {
 		if b.syncForHost() {
 			b.hostOps().CausalConv(out, x, from, state, w, rows, channels, taps, snaps)
 		}
 		return
 	}
 	k := taps - 1
-	b.copyState(from, state, channels*k)
 	op := CausalConv{Rows: rows, Channels: channels, Taps: taps, NSnap: len(snaps), Out: b.out(out[:rows*channels]),
-		X: b.in(x[:rows*channels]), State: b.out(state[:channels*k]), W: b.in(w[:channels*taps])}
-	if len(snaps) > 0 {
+		X: b.in(x[:rows*channels]), W: b.in(w[:channels*taps])}
+	if k == 0 {
+		op.State = op.Out // no state: bound, never read or written
+	} else {
+		b.copyState(from, state, channels*k)
+		op.State = b.out(state[:channels*k])
+	}
+	if len(snaps) > 0 && k > 0 {
 		op.Snaps = b.reserve(4 * len(snaps) * channels * k)
+	} else {
+		op.NSnap = 0 // a one-tap convolution's snapshots are empty
 	}
 	op.Encode(&b.cmds)
 	b.cmds.Barrier()
-	if len(snaps) > 0 {
+	if op.NSnap > 0 {
 		b.copySnaps(op.Snaps, snaps, channels*k)
 	}
 }
@@ -598,11 +615,7 @@ func (b *Backend) CausalConv(out, x, from, state, w []float32, rows, channels, t
 // With from set, the state is read from from and the new one written to
 // state (copied on the GPU first, then updated in place).
 func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []float32, rows int, from, state []float32, snaps [][]float32, out []float32) {
-	// The kernel maps value head h to key head h/(ValueHeads/KeyHeads)
-	// (qwen3next); qwen4exp's tiled broadcast (h mod KeyHeads) runs on
-	// the host until the kernel learns it.
-	tiled := p.KeyTiled && p.KeyHeads != p.ValueHeads
-	if tiled || !DeltaNetDim(p.Dim) || rows == 0 || len(snaps) > rows || p.KeyHeads <= 0 || p.ValueHeads%p.KeyHeads != 0 {
+	if !DeltaNetDim(p.Dim) || rows == 0 || len(snaps) > rows || p.KeyHeads <= 0 || p.ValueHeads%p.KeyHeads != 0 {
 		if b.syncForHost() {
 			b.hostOps().GatedDeltaNet(p, qkv, beta, alpha, rows, from, state, snaps, out)
 		}
@@ -611,7 +624,7 @@ func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []flo
 	hv, d := p.ValueHeads, p.Dim
 	b.copyState(from, state, hv*d*d)
 	conv := 2*p.KeyHeads*d + hv*d
-	op := GatedDeltaNet{KeyHeads: p.KeyHeads, ValueHeads: hv, Dim: d, Rows: rows, NSnap: len(snaps), Eps: p.Eps,
+	op := GatedDeltaNet{KeyHeads: p.KeyHeads, ValueHeads: hv, Dim: d, Rows: rows, NSnap: len(snaps), KeyTiled: p.KeyTiled, Eps: p.Eps,
 		QKV: b.in(qkv[:rows*conv]), B: b.in(beta[:rows*hv]), A: b.in(alpha[:rows*hv]), State: b.out(state[:hv*d*d]),
 		Out: b.out(out[:rows*hv*d]), DtBias: b.in(p.DtBias[:hv]), Decay: b.in(p.A[:hv])}
 	if len(snaps) > 0 {
@@ -622,4 +635,46 @@ func (b *Backend) GatedDeltaNet(p backend.DeltaNetParams, qkv, beta, alpha []flo
 	if len(snaps) > 0 {
 		b.copySnaps(op.Snaps, snaps, hv*d*d)
 	}
+}
+
+// GroupRMSNorm implements backend.Backend.
+func (b *Backend) GroupRMSNorm(out, x, w []float32, rows, n int, eps float32) {
+	if rows == 0 || len(w) == 0 {
+		return
+	}
+	if n <= 0 || len(w)%n != 0 {
+		b.fail(fmt.Errorf("metal backend: group rms norm: groups of %d values in rows of %d", n, len(w)))
+		return
+	}
+	d := len(w)
+	GroupRMSNorm{N: n, Span: d / n, Rows: rows, Eps: eps, X: b.in(x[:rows*d]), W: b.in(w), Out: b.out(out[:rows*d])}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// ScaledSiLU implements backend.Backend.
+func (b *Backend) ScaledSiLU(x []float32, scale float32) {
+	if len(x) == 0 {
+		return
+	}
+	ScaledSiLU{N: len(x), Scale: scale, X: b.out(x)}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// HyperMix implements backend.Backend.
+func (b *Backend) HyperMix(out, xn, gate []float32, rows, streams, n int) {
+	if rows == 0 {
+		return
+	}
+	hd := streams * n
+	HyperMix{N: n, Streams: streams, Rows: rows, XN: b.in(xn[:rows*hd]), Gate: b.in(gate[:rows*hd]), Out: b.out(out[:rows*n])}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// HyperCombine implements backend.Backend.
+func (b *Backend) HyperCombine(x, y, inject []float32, rows, streams, n int) {
+	if rows == 0 {
+		return
+	}
+	HyperCombine{N: n, Streams: streams, Rows: rows, X: b.out(x[:rows*streams*n]), Y: b.in(y[:rows*n]), Inject: b.in(inject[:rows*streams])}.Encode(&b.cmds)
+	b.cmds.Barrier()
 }

@@ -284,6 +284,25 @@ type Attention struct {
 	Rows, VTrans                  int
 	Scale                         float32
 	Q, KC, VC, Scores, Out, Pos   BufRef
+	Mask
+}
+
+// Mask restricts attention to some positions (qwen4exp's QSA): with Words
+// > 0, row r keeps position j when bit j%64 of uint64 Sel[r·Words+j/64] is
+// set (engine/backend.SparseAttention's layout); a row keeps at least one.
+// Words 0: every position.
+type Mask struct {
+	Sel   BufRef
+	Words int
+}
+
+// bind returns the mask's buffer (fallback when there is no mask: bound,
+// never read) and its length per row in 32-bit words.
+func (m Mask) bind(fallback BufRef) (BufRef, uint32) {
+	if m.Words <= 0 {
+		return fallback, 0
+	}
+	return m.Sel, uint32(2 * m.Words)
 }
 
 // Encode appends the dispatch to c.
@@ -292,11 +311,12 @@ func (at Attention) Encode(c *Commands) {
 		c.fail(fmt.Errorf("attention: %d heads over %d KV heads", at.Heads, at.HeadsKV))
 		return
 	}
+	sel, words := at.Mask.bind(at.Q)
 	a := (&argBuilder{}).u32(uint32(at.HeadDim)).u32(uint32(at.Heads / at.HeadsKV)).u32(uint32(at.HeadsKV * at.HeadDim)).
-		u32(uint32(at.NCtx)).f32(at.Scale).u32(uint32(at.VTrans)).u32(uint32(at.Heads * at.HeadDim)).bytes()
+		u32(uint32(at.NCtx)).f32(at.Scale).u32(uint32(at.VTrans)).u32(uint32(at.Heads * at.HeadDim)).u32(words).bytes()
 	const t = 256
 	c.Dispatch(Dispatch{Kernel: "kernel_attn_decode", Grid: [3]uint32{uint32(at.Heads), uint32(max(at.Rows, 1)), 1}, TG: [3]uint32{t, 1, 1},
-		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Scores, 5: at.Out, 6: at.Pos},
+		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Scores, 5: at.Out, 6: at.Pos, 7: sel},
 		Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
 }
 
@@ -309,6 +329,7 @@ type FlashAttention struct {
 	Rows, VTrans            int
 	Scale                   float32
 	Q, KC, VC, Out, Pos     BufRef
+	Mask
 }
 
 // FlashHeadDim reports whether FlashAttention supports head dimension hd.
@@ -320,10 +341,11 @@ func (at FlashAttention) Encode(c *Commands) {
 		c.fail(fmt.Errorf("flash attention: %d heads over %d KV heads of %d values (a multiple of 32, at most 256)", at.Heads, at.HeadsKV, at.HeadDim))
 		return
 	}
+	sel, words := at.Mask.bind(at.Q)
 	a := (&argBuilder{}).u32(uint32(at.HeadDim)).u32(uint32(at.Heads / at.HeadsKV)).u32(uint32(at.HeadsKV * at.HeadDim)).
-		f32(at.Scale).u32(uint32(at.VTrans)).u32(uint32(at.Heads * at.HeadDim)).bytes()
+		f32(at.Scale).u32(uint32(at.VTrans)).u32(uint32(at.Heads * at.HeadDim)).u32(words).bytes()
 	c.Dispatch(Dispatch{Kernel: "kernel_flash_attn", Grid: [3]uint32{uint32(at.Heads), uint32(max(at.Rows, 1)), 1}, TG: [3]uint32{SimdWidth, 1, 1},
-		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Out, 5: at.Pos},
+		Bufs:  map[int]BufRef{1: at.Q, 2: at.KC, 3: at.VC, 4: at.Out, 5: at.Pos, 6: sel},
 		Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * at.HeadDim)}, SplitOff: -1})
 }
 

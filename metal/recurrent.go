@@ -50,13 +50,11 @@ func (s GatedRMSNorm) Encode(c *Commands) {
 		TGMem: map[int]int{0: tgMem(4 * t / SimdWidth)}, SplitOff: -1})
 }
 
-// MaxConvTaps bounds CausalConv's taps (the kernel keeps taps-1 values).
-const MaxConvTaps = 9
-
 // CausalConv is the causal depthwise convolution with SiLU over Rows rows
 // of Channels (X, Out: [Rows][Channels]) after State ([Channels][Taps-1],
-// replaced by the last Taps-1 inputs), W [Channels][Taps]; NSnap states
-// after the last NSnap rows go to Snaps ([NSnap][Channels][Taps-1]).
+// replaced by the last Taps-1 inputs; not read with one tap), W
+// [Channels][Taps]; NSnap states after the last NSnap rows go to Snaps
+// ([NSnap][Channels][Taps-1]).
 type CausalConv struct {
 	Rows, Channels, Taps, NSnap int
 	Out, X, State, W, Snaps     BufRef
@@ -64,8 +62,8 @@ type CausalConv struct {
 
 // Encode appends the dispatch to c.
 func (s CausalConv) Encode(c *Commands) {
-	if s.Taps < 2 || s.Taps > MaxConvTaps || s.NSnap > s.Rows {
-		c.fail(fmt.Errorf("causal conv: %d taps (2..%d), %d snapshots of %d rows", s.Taps, MaxConvTaps, s.NSnap, s.Rows))
+	if s.Taps < 1 || s.NSnap > s.Rows {
+		c.fail(fmt.Errorf("causal conv: %d taps, %d snapshots of %d rows", s.Taps, s.NSnap, s.Rows))
 		return
 	}
 	snaps := s.Snaps
@@ -87,9 +85,11 @@ func DeltaNetDim(d int) bool { return d > 0 && d%SimdWidth == 0 && d <= MaxThrea
 // [Rows][ValueHeads], State [ValueHeads][Dim][Dim] updated in place, Out
 // [Rows][ValueHeads·Dim]; NSnap states after the last NSnap rows go to
 // Snaps ([NSnap][ValueHeads][Dim][Dim]). DtBias and A hold ValueHeads
-// floats.
+// floats. Value head h reads key head h/(ValueHeads/KeyHeads), or h mod
+// KeyHeads with KeyTiled.
 type GatedDeltaNet struct {
 	KeyHeads, ValueHeads, Dim, Rows, NSnap int
+	KeyTiled                               bool
 	Eps                                    float32
 	QKV, B, A, State, Out, DtBias, Decay   BufRef
 	Snaps                                  BufRef
@@ -107,8 +107,15 @@ func (s GatedDeltaNet) Encode(c *Commands) {
 		snaps = s.State
 	}
 	a := (&argBuilder{}).u32(uint32(s.KeyHeads)).u32(uint32(s.ValueHeads)).u32(uint32(s.Dim)).u32(uint32(s.Rows)).
-		u32(uint32(s.NSnap)).f32(s.Eps).bytes()
+		u32(uint32(s.NSnap)).f32(s.Eps).u32(b2u(s.KeyTiled)).bytes()
 	c.Dispatch(Dispatch{Kernel: "kernel_gated_delta_net", Grid: [3]uint32{uint32(s.ValueHeads), 1, 1}, TG: [3]uint32{uint32(s.Dim), 1, 1},
 		Bufs:  map[int]BufRef{1: s.QKV, 2: s.B, 3: s.A, 4: s.State, 5: s.Out, 6: s.DtBias, 7: s.Decay, 8: snaps},
 		Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * (2*s.Dim + s.Dim/SimdWidth))}, SplitOff: -1})
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -83,6 +83,8 @@ func Selftest(ctx context.Context, dev Device, o SelftestOptions) []Result {
 	s.attentionRows()
 	s.flashAttention()
 	s.recurrent()
+	s.hyper()
+	s.sparseAttention()
 	s.normRope()
 	s.elementwise()
 	s.gridGuard()

@@ -1,6 +1,6 @@
 // Package backend defines the operations the model blocks issue and the
 // memory they issue them on, so that an architecture's graph can run on any
-// implementation: engine/cpu today, Metal next.
+// implementation: engine/cpu, and metal (Apple GPUs, proven on Linux by its emulator).
 //
 // The contract is that of a recorder, not of synchronous calls: an op may
 // only be queued when it is called, and its results may be read by the host
@@ -162,6 +162,30 @@ type Backend interface {
 	// the inputs. snaps and from work as in CausalConv. out is
 	// [rows][ValueHeads*Dim].
 	GatedDeltaNet(p DeltaNetParams, qkv, b, a []float32, rows int, from, state []float32, snaps [][]float32, out []float32)
+	// GroupRMSNorm normalises, in each of rows rows of len(w) values of x,
+	// every group of n consecutive values by its own root mean square
+	// (ggml_rms_norm over the groups), then multiplies the row by w
+	// elementwise (ggml_mul), into out (which may be x); len(w) is a
+	// multiple of n. The result is rounded as RMSNorm with a weight of
+	// ones followed by that product: qwen4exp's grouped norm of its
+	// hyper-connection streams.
+	GroupRMSNorm(out, x, w []float32, rows, n int, eps float32)
+	// ScaledSiLU replaces each x[i] by silu(v) with v = scale·x[i] rounded
+	// to float32 (ggml_scale, then ggml_silu: v/(1+expf(-v))).
+	ScaledSiLU(x []float32, scale float32)
+	// HyperMix writes into out ([rows][n]), for each row, the mean of its
+	// streams of xn ([rows][streams][n]) gated by gate (laid out as xn):
+	// out = (Σ_c xn_c·sigmoid(gate_c))·(1/streams), each product rounded to
+	// float32, summed in stream order, then multiplied by the float32
+	// 1/streams; sigmoid(g) is 1/(1+expf(-g)). It is a hyper-connection
+	// mixer's last step (llama.cpp's qwen4exp build_hc_mix).
+	HyperMix(out, xn, gate []float32, rows, streams, n int)
+	// HyperCombine adds y ([rows][n]) into every stream c of x
+	// ([rows][streams][n]) scaled by w = 2·sigmoid(inject[r·streams+c]·
+	// (1/streams)): x_c += y·w, the product rounded to float32 before the
+	// sum (ggml_mul, then ggml_add). It is a hyper-connection module's
+	// combine (llama.cpp's qwen4exp build_hc_combine).
+	HyperCombine(x, y, inject []float32, rows, streams, n int)
 	// Sync waits until every queued op has run, so the host may read
 	// their results.
 	Sync() error

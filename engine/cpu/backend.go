@@ -33,6 +33,7 @@ type Backend struct {
 	experts expertsOp
 	conv    convTask
 	delta   deltaTask
+	hyper   hyperTask
 
 	mats []*backend.Matrix // every matrix made, for WarmUp
 	warm warmTask

@@ -120,6 +120,7 @@ kernel void kernel_kv_store(
 // ---- Decode attention for one new position: one threadgroup per query head.
 // Scores go to a device scratch row per head (any context length); Q and the
 // probabilities are rounded to half before their dots, as the CPU backend does.
+// With a mask (qwen4exp's QSA) the positions it does not keep get probability 0.
 struct attn_args {
     uint  head_dim;
     uint  group;      // query heads per KV head
@@ -128,6 +129,7 @@ struct attn_args {
     float scale;
     uint  v_trans;    // 0: V as K; else V transposed, rows of v_trans positions
     uint  q_stride;   // floats between rows of q and out (grid.y: rows at positions pos[0] + row)
+    uint  sel_words;  // 0: every position; else the row's mask of kept positions, sel_words uints a row
 };
 
 kernel void kernel_attn_decode(
@@ -138,6 +140,7 @@ kernel void kernel_attn_decode(
         device float * scores [[buffer(4)]],
         device float * out [[buffer(5)]],
         device const int * pos [[buffer(6)]],
+        device const uint * sel [[buffer(7)]],
         threadgroup float * sh [[threadgroup(0)]],
         uint2  tgp   [[threadgroup_position_in_grid]],
         ushort tiitg [[thread_index_in_threadgroup]],
@@ -152,8 +155,15 @@ kernel void kernel_attn_decode(
     out += ulong(row) * a.q_stride;
     const ulong koff = ulong(head / a.group) * hd;
     device float * sc = scores + (ulong(row) * (a.q_stride / hd) + head) * a.n_ctx;
+    // Position j is kept when bit j%32 of the row's mask word j/32 is set
+    // (with no mask, all are); the others get probability 0.
+    device const uint * selr = sel + ulong(row) * a.sel_words;
     float mx = -INFINITY;
     for (uint j = tiitg; j < npos; j += ntg) {
+        if (a.sel_words && !((selr[j / 32] >> (j % 32)) & 1u)) {
+            sc[j] = 0.f;
+            continue;
+        }
         device const half * kr = kc + ulong(j) * a.kv_dim + koff;
         float s = 0.f;
         for (uint d = 0; d < hd; d++) s += float(half(qh[d])) * float(kr[d]);
@@ -164,6 +174,7 @@ kernel void kernel_attn_decode(
     mx = tg_max(mx, sh, tiitg, tiisg, sgitg, nsg);
     float sum = 0.f;
     for (uint j = tiitg; j < npos; j += ntg) {
+        if (a.sel_words && !((selr[j / 32] >> (j % 32)) & 1u)) continue;   // stays 0
         const float e = exp(sc[j] - mx);
         sc[j] = e;
         sum += e;
@@ -467,8 +478,9 @@ kernel void kernel_router_cache(
 // dots (as the CPU backend does against the half KV cache); the
 // probabilities stay float (the CPU rounds them to half, which bounds the
 // difference: see the selftest). Each lane accumulates head_dim/32 output
-// values (head_dim a multiple of 32, at most 256). No infinities: fast
-// math may assume there are none.
+// values (head_dim a multiple of 32, at most 256). With a mask (qwen4exp's
+// QSA) only the positions it keeps count; a row keeps at least one. No
+// infinities: fast math may assume there are none.
 struct fa_args {
     uint  head_dim;
     uint  group;      // query heads per KV head
@@ -476,6 +488,7 @@ struct fa_args {
     float scale;
     uint  v_trans;    // 0: V as K; else V transposed, rows of v_trans positions
     uint  q_stride;   // floats between rows of q and out
+    uint  sel_words;  // 0: every position; else the row's mask of kept positions, sel_words uints a row
 };
 
 constant float FA_NEG = -1e30f;
@@ -487,6 +500,7 @@ kernel void kernel_flash_attn(
         device const half * vc [[buffer(3)]],
         device float * out [[buffer(4)]],
         device const int * pos [[buffer(5)]],
+        device const uint * sel [[buffer(6)]],
         threadgroup float * qs [[threadgroup(0)]],
         uint2  tgp   [[threadgroup_position_in_grid]],
         ushort tiisg [[thread_index_in_simdgroup]]) {
@@ -499,10 +513,18 @@ kernel void kernel_flash_attn(
     const uint nd = hd / 32;
     float o[8] = { 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f };
     float m = FA_NEG, l = 0.f;
+    // A block's 32 positions are one word of the row's mask (bit j%32 of
+    // word j/32 set: kept); with no mask every position is kept. The word
+    // is the same for every lane, so skipping a block or a position of it
+    // is uniform over the simdgroup.
+    device const uint * selr = sel + ulong(row) * a.sel_words;
     for (uint j0 = 0; j0 < npos; j0 += 32) {
+        const uint bits = a.sel_words ? selr[j0 / 32] : 0xffffffffu;
+        if (bits == 0) continue;
         const uint j = j0 + tiisg;
+        const bool keep = j < npos && ((bits >> tiisg) & 1u);
         float s = FA_NEG;
-        if (j < npos) {
+        if (keep) {
             device const half * kr = kc + ulong(j) * a.kv_dim + koff;
             float acc = 0.f;
             for (uint d = 0; d < hd; d++) acc += qs[d] * float(kr[d]);
@@ -510,11 +532,12 @@ kernel void kernel_flash_attn(
         }
         const float mn = max(m, simd_max(s));
         const float corr = exp(m - mn);
-        const float p = j < npos ? exp(s - mn) : 0.f;
+        const float p = keep ? exp(s - mn) : 0.f;
         l = l * corr + simd_sum(p);
         for (uint i = 0; i < nd; i++) o[i] *= corr;
         const uint nb = min(32u, npos - j0);
         for (uint jj = 0; jj < nb; jj++) {
+            if (!((bits >> jj) & 1u)) continue;
             const float pj = simd_shuffle(p, ushort(jj));
             const ulong jp = j0 + jj;
             for (uint i = 0; i < nd; i++) {

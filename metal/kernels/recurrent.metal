@@ -95,9 +95,10 @@ kernel void kernel_gated_rms_norm(
 
 // ---- CausalConv: per channel (one thread each), the sequence state
 // (taps-1 inputs, oldest first) then the rows of x, convolved with the
-// channel's taps, then SiLU, into out; the state becomes the last taps-1
-// inputs. Snapshot i (of nsnap) is the state after row rows-nsnap+i,
-// written to snaps + i·channels·(taps-1).
+// channel's taps (any number: qwen4exp's PLE convolution is a dilated one
+// laid out as many taps with zeros between), then SiLU, into out; the
+// state becomes the last taps-1 inputs. Snapshot i (of nsnap) is the state
+// after row rows-nsnap+i, written to snaps + i·channels·(taps-1).
 struct conv_args {
     uint channels;
     uint taps;
@@ -139,21 +140,23 @@ kernel void kernel_causal_conv(
             }
         }
     }
-    // The new state: the last k inputs (read the old state before writing).
-    float nst[8];
+    // The new state: the last k inputs, in place. Entry j comes from
+    // sequence index rows+j > j, so ascending j reads old state entries
+    // before they are overwritten.
     for (uint j = 0; j < k; j++) {
         const uint m = a.rows + j;
-        nst[j] = m < k ? st[m] : x[ulong(m - k) * a.channels + ch];
+        st[j] = m < k ? st[m] : x[ulong(m - k) * a.channels + ch];
     }
-    for (uint j = 0; j < k; j++) st[j] = nst[j];
 }
 
 // ---- GatedDeltaNet: one threadgroup per value head, thread j owning row j
 // of the head's state (column j of the state matrix), through all rows:
 // q and k L2-normalised in threadgroup memory, beta = sigmoid(b), the decay
 // exp(softplus(a + dt_bias)·A), then per row j: scale, dj = (v_j − s_j·k)·beta,
-// s_j += k·dj, out_j = s_j·q / sqrt(D). Snapshot i is the state after row
-// rows-nsnap+i, at snaps + i·value_heads·D·D.
+// s_j += k·dj, out_j = s_j·q / sqrt(D). Value head h reads key head
+// h / (value_heads/key_heads) (qwen3next), or h mod key_heads when tiled
+// (qwen4exp). Snapshot i is the state after row rows-nsnap+i, at
+// snaps + i·value_heads·D·D.
 struct delta_args {
     uint  key_heads;
     uint  value_heads;
@@ -161,6 +164,7 @@ struct delta_args {
     uint  rows;
     uint  nsnap;
     float eps;
+    uint  tiled;
 };
 
 kernel void kernel_gated_delta_net(
@@ -180,7 +184,7 @@ kernel void kernel_gated_delta_net(
         ushort sgitg [[simdgroup_index_in_threadgroup]],
         ushort nsg   [[simdgroups_per_threadgroup]]) {
     const uint D = a.dim, hv = a.value_heads;
-    const uint kh = h / (hv / a.key_heads);
+    const uint kh = a.tiled ? h % a.key_heads : h / (hv / a.key_heads);
     const uint key_dim = a.key_heads * D, conv_dim = 2 * key_dim + hv * D;
     threadgroup float * qs = sh;
     threadgroup float * ks = sh + D;

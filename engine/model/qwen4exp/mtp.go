@@ -278,6 +278,9 @@ func (s *Session) Draft(ctx context.Context, next int32, n int, emit func(tok in
 		if err := b.hcFFN.Mix(be, xw, 1, &ms.hc, y); err != nil {
 			return err
 		}
+		if err := be.Sync(); err != nil { // the queued combine has read out
+			return err
+		}
 		clear(out) // the MoE adds into it
 		if err := b.moe.Forward(ctx, be, y, out, 1, &ms.moe); err != nil {
 			return fmt.Errorf("draft: %w", err)

@@ -81,7 +81,6 @@ type pleLayer struct {
 	HC   int
 	Embd int
 	Eps  float32
-	ones []float32 // [embd]: RMSNorm without a weight
 }
 
 // dilateConv lays out w ([channels][kernel]) as the taps of a causal
@@ -124,36 +123,12 @@ func (l *pleLayer) size(be backend.Backend, buf *pleBuf, rows int) {
 	buf.rows = rows
 }
 
-// groupedNorm is build_ple's grouped_norm: an RMSNorm over each stream's
-// embd values, then ggml_mul by the [hc·embd] weight (the backend's
-// RMSNorm with a weight of ones is ggml_rms_norm's x·scale; ·1 is exact).
-func (l *pleLayer) groupedNorm(be backend.Backend, out, x, w []float32, rows int) error {
-	be.RMSNorm(out, x, l.ones, rows*l.HC, l.Eps)
-	if err := be.Sync(); err != nil {
-		return err
-	}
-	d := l.HC * l.Embd
-	for r := 0; r < rows; r++ {
-		o := out[r*d : (r+1)*d]
-		for i, wi := range w[:d] {
-			o[i] *= wi
-		}
-	}
-	return nil
-}
-
 // Forward adds the PLE to rows rows of the hyper-connection streams x
 // ([rows][hc][embd]), from emb ([rows][embd]: each row's Heads gathered
 // table rows side by side), updating the convolution history state
 // (StateLen values) from from into state and filling snaps (as the
 // backend's CausalConv: from nil updates state in place).
 func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, from, state []float32, snaps [][]float32, buf *pleBuf) error {
-	if l.ones == nil {
-		l.ones = make([]float32, l.Embd)
-		for i := range l.ones {
-			l.ones[i] = 1
-		}
-	}
 	l.size(be, buf, rows)
 	hc, e := l.HC, l.Embd
 	d := hc * e
@@ -161,10 +136,11 @@ func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, from,
 	val, gate := buf.val[:rows*e], buf.gate[:rows*hc]
 	be.Linear(l.Key, emb, rows, key)
 	be.Linear(l.Value, emb, rows, val)
-	if err := l.groupedNorm(be, key, key, l.NormKey, rows); err != nil {
-		return err
-	}
-	if err := l.groupedNorm(be, qry, x[:rows*d], l.NormQry, rows); err != nil {
+	// build_ple's grouped_norm: an RMSNorm over each stream's embd values,
+	// then ggml_mul by the [hc·embd] weight.
+	be.GroupRMSNorm(key, key, l.NormKey[:d], rows, e, l.Eps)
+	be.GroupRMSNorm(qry, x[:rows*d], l.NormQry[:d], rows, e, l.Eps)
+	if err := be.Sync(); err != nil { // the host computes the gates
 		return err
 	}
 	// Per stream: s = Σ key·query (products in float32, ggml_sum_rows in
@@ -189,9 +165,7 @@ func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, from,
 		copy(gated[i*e:(i+1)*e], val[(i/hc)*e:(i/hc+1)*e])
 	}
 	be.SigmoidMul(gated, gate, rows*hc) // value broadcast over the streams, · sigmoid(gate)
-	if err := l.groupedNorm(be, convd, gated, l.NormConv, rows); err != nil {
-		return err
-	}
+	be.GroupRMSNorm(convd, gated, l.NormConv[:d], rows, e, l.Eps)
 	// key is free again: it takes the convolution's output.
 	be.CausalConv(key, convd, from, state, l.Conv, rows, d, l.Taps, snaps)
 	be.Add(gated, key)        // gated + silu(conv)

@@ -225,7 +225,11 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 			return err
 		}
 		// The MoE adds into its residual argument: y starts at zero, so it
-		// holds the FFN output (shared + routed) alone.
+		// holds the FFN output (shared + routed) alone. The host clears it
+		// once the queued combine has read the attention output in it.
+		if err := be.Sync(); err != nil {
+			return err
+		}
 		clear(y)
 		if err := l.moe.Forward(ctx, be, xn, y, nt, &s.moe); err != nil {
 			return err
