@@ -20,8 +20,8 @@ func init() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
 		return
 	}
-	simdGemms[ggml.IQ3_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq3SSize, iq3sDotAVX2, iq3sGemm4AVX2, 4, 1)}
-	simdGemms[ggml.IQ2_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq2SSize, iq2sDotAVX2, iq2sGemm4AVX2, 4, 0.125)}
+	simdGemms[ggml.IQ3_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq3SSize, iq3sDotAVX2, iq3sDotAVX2S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, gemmIQ3SUnpack)}
+	simdGemms[ggml.IQ2_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq2SSize, iq2sDotAVX2, iq2sDotAVX2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, gemmIQ2SUnpack)}
 }
 
 // iqsGemm4Fn is one weight row x of nb > 0 super-blocks against the
@@ -35,11 +35,35 @@ func iq3sGemm4AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
 //go:noescape
 func iq2sGemm4AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
 
+// iq3sGemm4AVX2S and iq2sGemm4AVX2S are the tiles for activation rows
+// without the quant -128 (see q8KHasMin): the signs go to the activations,
+// one instruction fewer per column and group, the same bits.
+//
+// gemmIQ3SUnpack and gemmIQ2SUnpack expand nb > 0 super-blocks at x into
+// the unpacked records of gemmIQUnpackedR2C1/C2 at buf.
+//
+//go:noescape
+func gemmIQ3SUnpack(x *byte, nb int, buf *byte)
+
+//go:noescape
+func gemmIQ2SUnpack(x *byte, nb int, buf *byte)
+
+//go:noescape
+func iq3sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
+
+//go:noescape
+func iq2sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
+
 // gemmIQS returns a Kernel.Gemm for a type of block size bs whose dot is
 // post * dot(w, a, nb): columns in groups of width through g4, the rest
-// through dot.
-func gemmIQS(bs int, dot func(w, a *byte, nb int) float32, g4 iqsGemm4Fn, width int, post float32) func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-	return func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+// through dot; dotS and g4S (the same bits, faster; nil if the type has
+// none) take their place for activation rows without the quant -128.
+// With unpack (nil if the type has none) and more than InvariantCols
+// activation rows (a prompt), rows go in pairs through unpacked records
+// instead (see gemmIQSUnpacked).
+func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm4Fn, width int, post float32, unpack func(x *byte, nb int, buf *byte)) func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+	var gemm func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
+	gemm = func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 		if rows <= 0 || cols <= 0 {
 			return
 		}
@@ -61,11 +85,29 @@ func gemmIQS(bs int, dot func(w, a *byte, nb int) float32, g4 iqsGemm4Fn, width 
 		}
 		_ = w[(rows-1)*wStride+nb*bs-1]
 		_ = a[(cols-1)*aStride+nb*iqQ8KSize-1]
+		if unpack != nil && cols > InvariantCols && rows >= 2 {
+			pairs := rows &^ 1
+			gemmIQSUnpacked(unpack, nb, w, wStride, pairs, a, aStride, cols, out, outStride)
+			if pairs < rows {
+				gemm(n, w[pairs*wStride:], wStride, 1, a, aStride, cols, out[pairs:], outStride)
+			}
+			return
+		}
 		c := 0
 		for ; c+width <= cols; c += width {
+			g := g4
+			if g4S != nil {
+				g = g4S
+				for j := c; j < c+width; j++ {
+					if q8KHasMin(a[j*aStride:], nb) {
+						g = g4
+						break
+					}
+				}
+			}
 			for r := 0; r < rows; r++ {
 				o := out[c*outStride+r:]
-				g4(&w[r*wStride], &a[c*aStride], aStride, nb, &o[0], outStride)
+				g(&w[r*wStride], &a[c*aStride], aStride, nb, &o[0], outStride)
 				if post != 1 {
 					for j := 0; j < width; j++ {
 						o[j*outStride] = post * o[j*outStride]
@@ -74,13 +116,43 @@ func gemmIQS(bs int, dot func(w, a *byte, nb int) float32, g4 iqsGemm4Fn, width 
 			}
 		}
 		for ; c < cols; c++ {
+			d := dot
+			if dotS != nil && !q8KHasMin(a[c*aStride:], nb) {
+				d = dotS
+			}
 			for r := 0; r < rows; r++ {
-				v := dot(&w[r*wStride], &a[c*aStride], nb)
+				v := d(&w[r*wStride], &a[c*aStride], nb)
 				if post != 1 {
 					v = post * v
 				}
 				out[c*outStride+r] = v
 			}
+		}
+	}
+	return gemm
+}
+
+// gemmIQSUnpacked is gemmIQS for prompts, on operands already checked:
+// each pair of weight rows (rows even) is unpacked once into records of
+// signed bytes, int16 group scales and a float scale, which the
+// type-independent kernels multiply with two activation rows at a time,
+// so a row's unpacking (grid lookups, signs, scales: most of a dot) is
+// shared by all the columns, as llama.cpp's iqp panels share it. The
+// integer sums are the dot's; the float steps are the unpacked kernels'
+// (FMA in lanes), so a column's bits differ from Dot's in the last places
+// (the IQ2_XS family's tiles do the same; TestGemmIQSPrompt bounds it).
+func gemmIQSUnpacked(unpack func(x *byte, nb int, buf *byte), nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+	rs := nb * iqUnpackedSize
+	buf := make([]byte, 2*rs)
+	for r := 0; r < rows; r += 2 {
+		unpack(&w[r*wStride], nb, &buf[0])
+		unpack(&w[(r+1)*wStride], nb, &buf[rs])
+		c := 0
+		for ; c+2 <= cols; c += 2 {
+			gemmIQUnpackedR2C2(&buf[0], rs, &a[c*aStride], aStride, nb, &out[c*outStride+r], outStride)
+		}
+		if c < cols {
+			gemmIQUnpackedR2C1(&buf[0], rs, &a[c*aStride], aStride, nb, &out[c*outStride+r], outStride)
 		}
 	}
 }

@@ -24,10 +24,17 @@ func requireIQSGemm(t testing.TB) {
 }
 
 // checkGemmIQSExact runs Kernel.Gemm on tile and requires every output to
-// be GoDot's bit for bit, and no other element of out written.
+// be GoDot's bit for bit, and no other element of out written; for a
+// prompt of IQ3_S or IQ2_S (more than InvariantCols activation rows, which
+// go through unpacked records and sum in FMA lanes) every output within
+// gemmIQBound of Σ|w·a| instead, as the IQ2_XS family's tiles.
 func checkGemmIQSExact(t *testing.T, typ ggml.Type, name string, tc gemmIQTile) {
 	t.Helper()
 	k := mustKernel(t, typ)
+	if (typ == ggml.IQ3_S || typ == ggml.IQ2_S) && tc.cols > InvariantCols && tc.rows >= 2 {
+		checkGemmIQ(t, typ, k.Gemm, name+" (unpacked)", tc)
+		return
+	}
 	out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows+3)
 	const sentinel = -12345.5
 	for i := range out {
@@ -166,6 +173,37 @@ func BenchmarkGemmIQS(b *testing.B) {
 					for r := 0; r < rows; r += 16 {
 						v.gemm(n, w[r*rb:(r+16)*rb], rb, 16, a, as, cols, out[r:], rows)
 					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkGemmIQSDecode is one activation row (decode) against 64 MiB of
+// IQ3_S or IQ2_S weight rows of 2048 values: the dot with the weights'
+// signs (dot) against the one the Gemm picks for a QuantizeQ8K row (the
+// signs moved to the activations).
+func BenchmarkGemmIQSDecode(b *testing.B) {
+	requireIQSGemm(b)
+	const n = 2048
+	for _, typ := range []ggml.Type{ggml.IQ3_S, ggml.IQ2_S} {
+		k := mustKernel(b, typ)
+		rb := n / iqQK * typ.TypeSize()
+		rows := (64 << 20) / rb / 16 * 16
+		rng := rand.New(rand.NewPCG(1, 2))
+		w := randomRow(b, typ, n*rows, rng, 1)
+		as := ActivationSize(ggml.Q8_K, n)
+		a := make([]byte, as)
+		QuantizeQ8K(randomFloats(rng, n, 1), a)
+		out := make([]float32, rows)
+		for _, v := range []struct {
+			name string
+			gemm func(int, []byte, int, int, []byte, int, int, []float32, int)
+		}{{"dot", k.loopGemm}, {"gemm", k.Gemm}} {
+			b.Run(fmt.Sprintf("%s/%s", typ, v.name), func(b *testing.B) {
+				b.SetBytes(int64(rows * rb))
+				for b.Loop() {
+					v.gemm(n, w, rb, rows, a, as, 1, out, rows)
 				}
 			})
 		}

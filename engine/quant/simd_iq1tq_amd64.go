@@ -19,10 +19,10 @@ func init() {
 	simdDots[ggml.IQ1_M] = simdKernel{name: "avx2", dot: dotIQ1MAVX2}
 	simdDots[ggml.TQ1_0] = simdKernel{name: "avx2", dot: dotTQ1AVX2}
 	simdDots[ggml.TQ2_0] = simdKernel{name: "avx2", dot: dotTQ2AVX2}
-	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, tq1Gemm4AVX2, 4, 1)}
-	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, tq2Gemm4AVX2, 4, 1)}
-	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, iq1sGemm2AVX2, 2, 1)}
-	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, iq1mGemm2AVX2, 2, 1)}
+	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, nil, tq1Gemm4AVX2, nil, 4, 1, nil)}
+	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, nil, tq2Gemm4AVX2, nil, 4, 1, nil)}
+	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, nil, iq1sGemm2AVX2, nil, 2, 1, nil)}
+	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, nil, iq1mGemm2AVX2, nil, 2, 1, nil)}
 }
 
 // Gemm tiles (see gemmIQS): one weight row against 4 (TQ) or 2 (IQ1: two
