@@ -22,6 +22,13 @@ func init() {
 	}
 	simdGemms[ggml.IQ3_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq3SSize, iq3sDotAVX2, iq3sDotAVX2S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, gemmIQ3SUnpack)}
 	simdGemms[ggml.IQ2_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq2SSize, iq2sDotAVX2, iq2sDotAVX2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, gemmIQ2SUnpack)}
+	// Q3_K (the IQ3 and Q3_K mixtures' attention and some FFN tensors) has
+	// no tile: a prompt was a loop over its dot, 28 % of the 4-layer
+	// IQ3_XXS mixture's 512-token prefill. Its values are signed bytes with
+	// a scale per 16, which the unpacked records hold as they are.
+	if cpu.X86.HasFMA {
+		simdGemms[ggml.Q3_K] = simdGemm{name: "avx2", gemm: gemmIQS(q3KBlockSize, dotQ3KQ8KAVX2, nil, nil, nil, 0, 1, gemmQ3KUnpack)}
+	}
 }
 
 // iqsGemm4Fn is one weight row x of nb > 0 super-blocks against the
@@ -48,6 +55,11 @@ func gemmIQ3SUnpack(x *byte, nb int, buf *byte)
 //go:noescape
 func gemmIQ2SUnpack(x *byte, nb int, buf *byte)
 
+// gemmQ3KUnpack is the same for Q3_K (simd_kquant_amd64.s).
+//
+//go:noescape
+func gemmQ3KUnpack(x *byte, nb int, buf *byte)
+
 //go:noescape
 func iq3sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
 
@@ -55,8 +67,8 @@ func iq3sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
 func iq2sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
 
 // gemmIQS returns a Kernel.Gemm for a type of block size bs whose dot is
-// post * dot(w, a, nb): columns in groups of width through g4, the rest
-// through dot; dotS and g4S (the same bits, faster; nil if the type has
+// post * dot(w, a, nb): columns in groups of width through g4 (if not nil),
+// the rest through dot; dotS and g4S (the same bits, faster; nil if the type has
 // none) take their place for activation rows without the quant -128.
 // With unpack (nil if the type has none) and more than InvariantCols
 // activation rows (a prompt), rows go in pairs through unpacked records
@@ -94,7 +106,7 @@ func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm
 			return
 		}
 		c := 0
-		for ; c+width <= cols; c += width {
+		for ; g4 != nil && c+width <= cols; c += width {
 			g := g4
 			if g4S != nil {
 				g = g4S

@@ -3,7 +3,9 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -206,6 +208,74 @@ func BenchmarkGemmIQSDecode(b *testing.B) {
 					v.gemm(n, w, rb, rows, a, as, 1, out, rows)
 				}
 			})
+		}
+	}
+}
+
+// TestGemmQ3KPrompt checks Q3_K's Gemm: up to InvariantCols activation
+// rows bit for bit GoDot's (the dot's loop), more (a prompt, through
+// unpacked records) within gemmIQBound of Σ|w·a| of it, on random valid
+// blocks with QuantizeQ8K activations and with activations of any quant,
+// -128 included; rows odd and even, strides padded.
+func TestGemmQ3KPrompt(t *testing.T) {
+	requireIQSGemm(t)
+	if !cpu.X86.HasFMA {
+		t.Skip("no FMA")
+	}
+	typ := ggml.Q3_K
+	k := mustKernel(t, typ)
+	rng := rand.New(rand.NewPCG(3, 33))
+	valid := func(nb int) []byte { return randomRow(t, typ, nb*iqQK, rng, 1) }
+	quantized := func(nb int) []byte {
+		a := make([]byte, nb*iqQ8KSize)
+		QuantizeQ8K(randomFloats(rng, nb*iqQK, 1), a)
+		return a
+	}
+	fullRange := func(nb int) []byte { return randomQ8K(rng, nb) }
+	for i, s := range [][2]int{{1, 1}, {16, 16}, {5, 16}, {2, 17}, {16, 64}, {13, 33}, {1, 40}, {7, 70}, {20, 18}} {
+		nb := 1 + i%5
+		for _, act := range []struct {
+			name string
+			f    func(int) []byte
+		}{{"QuantizeQ8K", quantized}, {"any quant", fullRange}} {
+			tc := newGemmIQTile(typ, rng, nb, s[0], s[1], valid, act.f)
+			name := fmt.Sprintf("%s rows=%d cols=%d", act.name, s[0], s[1])
+			if s[1] > InvariantCols {
+				checkGemmQ3K(t, k, name, tc)
+			} else {
+				checkGemmIQSExact(t, typ, name, tc)
+			}
+		}
+	}
+}
+
+// checkGemmQ3K is checkGemmIQ for Q3_K, whose fp16 d is at the end of the
+// block: the bound is gemmIQBound of Σ|w·a| with w the dequantized block.
+func checkGemmQ3K(t *testing.T, k *Kernel, name string, tc gemmIQTile) {
+	t.Helper()
+	out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows)
+	k.Gemm(tc.n, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, out, tc.outStride)
+	v := make([]float32, tc.n)
+	bad := 0
+	for r := 0; r < tc.rows; r++ {
+		row := tc.w[r*tc.wStride:]
+		k.Dequantize(row[:tc.n/iqQK*ggml.Q3_K.TypeSize()], v)
+		for c := 0; c < tc.cols; c++ {
+			act := tc.a[c*tc.aStride:]
+			var mag float64
+			for b := 0; b < tc.n/iqQK; b++ {
+				yd := math.Abs(float64(math.Float32frombits(binary.LittleEndian.Uint32(act[b*iqQ8KSize:]))))
+				for j := 0; j < iqQK; j++ {
+					mag += math.Abs(float64(v[b*iqQK+j])*float64(int8(act[b*iqQ8KSize+4+j]))) * yd
+				}
+			}
+			want := k.GoDot(tc.n, row, act)
+			got := out[c*tc.outStride+r]
+			if d := math.Abs(float64(got) - float64(want)); !(d <= gemmIQBound*mag+1e-37) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: out[c=%d r=%d] = %g, GoDot %g (diff %g > tol %g)", name, c, r, got, want, d, gemmIQBound*mag)
+				}
+			}
 		}
 	}
 }

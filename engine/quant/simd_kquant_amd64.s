@@ -491,3 +491,90 @@ q3kLoop:
 	VZEROUPPER
 	MOVSS X14, ret+24(FP)
 	RET
+
+// Q3K_UNPACK_GROUP writes group k (32 values) of a Q3_K block as signed
+// bytes low - 4*!h (in -4..3) at 32k(DI) and its int16 scale vector (the
+// dot's VPMADDWD operand) at 256+32k(DI); registers as Q3K_GROUP.
+#define Q3K_UNPACK_GROUP(qn, hop, hn, k) \
+	VPSRLW  $qn, Y4, Y8; \
+	VPAND   Y12, Y8, Y8; \
+	hop     $hn, Y10, Y9; \
+	VPANDN  Y11, Y9, Y9; \
+	VPSUBB  Y9, Y8, Y8; \
+	VMOVDQU Y8, (32*k)(DI); \
+	VPSHUFB ·kquantShufW+(32*k)(SB), Y3, Y6; \
+	VMOVDQU Y6, (256+32*k)(DI)
+
+// func gemmQ3KUnpack(x *byte, nb int, buf *byte)
+//
+// Expands nb Q3_K super-blocks at x into the unpacked records of
+// gemmIQUnpackedR2C1/C2 (simd_gemm_iq_amd64.s): 256 signed weight bytes,
+// 8 int16 scale vectors, fp16 d as a float32 at 512; 544 bytes each.
+TEXT ·gemmQ3KUnpack(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ buf+16(FP), DI
+	BCASTB(0x20202020, AX, X13, Y13)
+	BCASTB(0x03030303, AX, X12, Y12)
+	BCASTB(0x04040404, AX, X11, Y11)
+
+q3kUnpackLoop:
+	MOVL 96(SI), AX
+	MOVL 100(SI), BX
+	MOVL 104(SI), DX
+	MOVL AX, R8
+	ANDL $0x0f0f0f0f, R8
+	MOVL DX, R9
+	SHLL $4, R9
+	ANDL $0x30303030, R9
+	ORL  R9, R8
+	MOVL BX, R10
+	ANDL $0x0f0f0f0f, R10
+	MOVL DX, R9
+	SHLL $2, R9
+	ANDL $0x30303030, R9
+	ORL  R9, R10
+	SHRL $4, AX
+	ANDL $0x0f0f0f0f, AX
+	MOVL DX, R9
+	ANDL $0x30303030, R9
+	ORL  R9, AX
+	SHRL $4, BX
+	ANDL $0x0f0f0f0f, BX
+	SHRL $2, DX
+	ANDL $0x30303030, DX
+	ORL  DX, BX
+	SHLQ $32, R10
+	ORQ  R10, R8
+	SHLQ $32, BX
+	ORQ  BX, AX
+	VMOVQ   R8, X0
+	VPINSRQ $1, AX, X0, X0
+	VPSUBB  X13, X0, X0
+	VPSHUFB ·kquantEvenOdd(SB), X0, X0
+	VPMOVSXBW X0, Y3
+	VMOVDQU 0(SI), Y10
+
+	VMOVDQU 32(SI), Y4
+	Q3K_UNPACK_GROUP(0, VPSLLW, 2, 0)
+	Q3K_UNPACK_GROUP(2, VPSLLW, 1, 1)
+	Q3K_UNPACK_GROUP(4, VPSRLW, 0, 2)
+	Q3K_UNPACK_GROUP(6, VPSRLW, 1, 3)
+	VMOVDQU 64(SI), Y4
+	Q3K_UNPACK_GROUP(0, VPSRLW, 2, 4)
+	Q3K_UNPACK_GROUP(2, VPSRLW, 3, 5)
+	Q3K_UNPACK_GROUP(4, VPSRLW, 4, 6)
+	Q3K_UNPACK_GROUP(6, VPSRLW, 5, 7)
+
+	MOVWLZX   108(SI), AX
+	VMOVD     AX, X6
+	VCVTPH2PS X6, X6
+	VMOVSS    X6, 512(DI)
+
+	ADDQ $110, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ  q3kUnpackLoop
+
+	VZEROUPPER
+	RET
