@@ -15,7 +15,8 @@ import (
 // activation rows, about half the work of four dots (the grid lookups and
 // sign spreading are most of a dot). Every column keeps the dot's integer
 // sums and float steps, so the tile gives each activation row bit for bit
-// what Dot gives it: Gemm is column-invariant for every batch size.
+// what Dot gives it: Gemm is column-invariant up to InvariantCols rows;
+// prompts (more) go through unpacked records (gemmIQSUnpacked), as Q3_K's.
 func init() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
 		return
@@ -42,10 +43,6 @@ func iq3sGemm4AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
 //go:noescape
 func iq2sGemm4AVX2(w, a *byte, astride, nb int, out *float32, ostride int)
 
-// iq3sGemm4AVX2S and iq2sGemm4AVX2S are the tiles for activation rows
-// without the quant -128 (see q8KHasMin): the signs go to the activations,
-// one instruction fewer per column and group, the same bits.
-//
 // gemmIQ3SUnpack and gemmIQ2SUnpack expand nb > 0 super-blocks at x into
 // the unpacked records of gemmIQUnpackedR2C1/C2 at buf.
 //
@@ -60,6 +57,10 @@ func gemmIQ2SUnpack(x *byte, nb int, buf *byte)
 //go:noescape
 func gemmQ3KUnpack(x *byte, nb int, buf *byte)
 
+// iq3sGemm4AVX2S and iq2sGemm4AVX2S are the tiles for activation rows
+// without the quant -128 (see q8KHasMin): the signs go to the activations,
+// one instruction fewer per column and group, the same bits.
+//
 //go:noescape
 func iq3sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
 
@@ -152,7 +153,9 @@ func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm
 // shared by all the columns, as llama.cpp's iqp panels share it. The
 // integer sums are the dot's; the float steps are the unpacked kernels'
 // (FMA in lanes), so a column's bits differ from Dot's in the last places
-// (the IQ2_XS family's tiles do the same; TestGemmIQSPrompt bounds it).
+// (the IQ2_XS family's tiles do the same; TestGemmIQSExact and
+// TestGemmQ3KPrompt bound it). The records of a pair take 2×544 bytes per
+// super-block, allocated per call (a prompt's matrix, not a decode step).
 func gemmIQSUnpacked(unpack func(x *byte, nb int, buf *byte), nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 	rs := nb * iqUnpackedSize
 	buf := make([]byte, 2*rs)
