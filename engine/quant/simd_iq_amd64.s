@@ -626,18 +626,11 @@ GLOBL iq3sM100<>(SB), RODATA|NOPTR, $16
 
 // IQ3_S group ib of 32 values: 8 grid entries of 4 magnitudes, signs at
 // 74+4ib, activations at 32ib(R10), scale 1+2s from nibble ib%2 of byte
-// 106+ib/2.
-#define IQ3S_GROUP(ib) \
+// 106+ib/2. SIGNDOT is IQS_SIGNS_DOT, or IQS_SIGNS_DOT_S for activations
+// without -128.
+#define IQ3S_GROUP(ib, SIGNDOT) \
 	IQ3S_GRID8(ib, X7)                \
-	IQS_SIGNS_DOT(74+4*(ib), 32*(ib))    \
-	VPSHUFB (32*(ib))(R11), Y15, Y10     \
-	VPMADDWD Y10, Y9, Y9                 \
-	VPADDD  Y9, Y8, Y8
-
-// IQ3S_GROUP_S is IQ3S_GROUP with IQS_SIGNS_DOT_S.
-#define IQ3S_GROUP_S(ib) \
-	IQ3S_GRID8(ib, X7)                \
-	IQS_SIGNS_DOT_S(74+4*(ib), 32*(ib))  \
+	SIGNDOT(74+4*(ib), 32*(ib))          \
 	VPSHUFB (32*(ib))(R11), Y15, Y10     \
 	VPMADDWD Y10, Y9, Y9                 \
 	VPADDD  Y9, Y8, Y8
@@ -666,14 +659,14 @@ iq3sBlock:
 	LEAQ  4(DI), R10
 	VPXOR Y8, Y8, Y8
 	IQS_SCALES8(106)
-	IQ3S_GROUP(0)
-	IQ3S_GROUP(1)
-	IQ3S_GROUP(2)
-	IQ3S_GROUP(3)
-	IQ3S_GROUP(4)
-	IQ3S_GROUP(5)
-	IQ3S_GROUP(6)
-	IQ3S_GROUP(7)
+	IQ3S_GROUP(0, IQS_SIGNS_DOT)
+	IQ3S_GROUP(1, IQS_SIGNS_DOT)
+	IQ3S_GROUP(2, IQS_SIGNS_DOT)
+	IQ3S_GROUP(3, IQS_SIGNS_DOT)
+	IQ3S_GROUP(4, IQS_SIGNS_DOT)
+	IQ3S_GROUP(5, IQS_SIGNS_DOT)
+	IQ3S_GROUP(6, IQS_SIGNS_DOT)
+	IQ3S_GROUP(7, IQS_SIGNS_DOT)
 	IQ_BLOCK_END
 
 	ADDQ $110, SI
@@ -699,14 +692,14 @@ iq3sBlockS:
 	LEAQ  4(DI), R10
 	VPXOR Y8, Y8, Y8
 	IQS_SCALES8(106)
-	IQ3S_GROUP_S(0)
-	IQ3S_GROUP_S(1)
-	IQ3S_GROUP_S(2)
-	IQ3S_GROUP_S(3)
-	IQ3S_GROUP_S(4)
-	IQ3S_GROUP_S(5)
-	IQ3S_GROUP_S(6)
-	IQ3S_GROUP_S(7)
+	IQ3S_GROUP(0, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(1, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(2, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(3, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(4, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(5, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(6, IQS_SIGNS_DOT_S)
+	IQ3S_GROUP(7, IQS_SIGNS_DOT_S)
 	IQ_BLOCK_END
 
 	ADDQ $110, SI
@@ -798,15 +791,10 @@ GLOBL iq2sM300<>(SB), RODATA|NOPTR, $32
 	VPINSRQ $1, (R8)(AX*8), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9
 
-// IQ2S_DOT finishes group ib: signs, dot with the activations, scales.
-#define IQ2S_DOT(ib) \
-	IQS_SIGNS_DOT(34+4*(ib), 32*(ib))    \
-	VPSHUFB (32*(ib))(R11), Y15, Y10     \
-	VPMADDWD Y10, Y9, Y9                 \
-	VPADDD  Y9, Y8, Y8
-
-#define IQ2S_DOT_S(ib) \
-	IQS_SIGNS_DOT_S(34+4*(ib), 32*(ib))  \
+// IQ2S_DOT finishes group ib: signs, dot with the activations (SIGNDOT as
+// in IQ3S_GROUP), scales.
+#define IQ2S_DOT(ib, SIGNDOT) \
+	SIGNDOT(34+4*(ib), 32*(ib))          \
 	VPSHUFB (32*(ib))(R11), Y15, Y10     \
 	VPMADDWD Y10, Y9, Y9                 \
 	VPADDD  Y9, Y8, Y8
@@ -825,30 +813,30 @@ iq2sBlock:
 	IQ2S_INDICES
 	VMOVQ   X2, AX
 	IQ2S_GATHER
-	IQ2S_DOT(0)
+	IQ2S_DOT(0, IQS_SIGNS_DOT)
 	VPEXTRQ $1, X2, AX
 	IQ2S_GATHER
-	IQ2S_DOT(1)
+	IQ2S_DOT(1, IQS_SIGNS_DOT)
 	VEXTRACTI128 $1, Y2, X7
 	VMOVQ   X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT(2)
+	IQ2S_DOT(2, IQS_SIGNS_DOT)
 	VPEXTRQ $1, X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT(3)
+	IQ2S_DOT(3, IQS_SIGNS_DOT)
 	VMOVQ   X3, AX
 	IQ2S_GATHER
-	IQ2S_DOT(4)
+	IQ2S_DOT(4, IQS_SIGNS_DOT)
 	VPEXTRQ $1, X3, AX
 	IQ2S_GATHER
-	IQ2S_DOT(5)
+	IQ2S_DOT(5, IQS_SIGNS_DOT)
 	VEXTRACTI128 $1, Y3, X7
 	VMOVQ   X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT(6)
+	IQ2S_DOT(6, IQS_SIGNS_DOT)
 	VPEXTRQ $1, X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT(7)
+	IQ2S_DOT(7, IQS_SIGNS_DOT)
 	IQ_BLOCK_END
 
 	ADDQ $82, SI
@@ -877,30 +865,30 @@ iq2sBlockS:
 	IQ2S_INDICES
 	VMOVQ   X2, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(0)
+	IQ2S_DOT(0, IQS_SIGNS_DOT_S)
 	VPEXTRQ $1, X2, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(1)
+	IQ2S_DOT(1, IQS_SIGNS_DOT_S)
 	VEXTRACTI128 $1, Y2, X7
 	VMOVQ   X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(2)
+	IQ2S_DOT(2, IQS_SIGNS_DOT_S)
 	VPEXTRQ $1, X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(3)
+	IQ2S_DOT(3, IQS_SIGNS_DOT_S)
 	VMOVQ   X3, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(4)
+	IQ2S_DOT(4, IQS_SIGNS_DOT_S)
 	VPEXTRQ $1, X3, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(5)
+	IQ2S_DOT(5, IQS_SIGNS_DOT_S)
 	VEXTRACTI128 $1, Y3, X7
 	VMOVQ   X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(6)
+	IQ2S_DOT(6, IQS_SIGNS_DOT_S)
 	VPEXTRQ $1, X7, AX
 	IQ2S_GATHER
-	IQ2S_DOT_S(7)
+	IQ2S_DOT(7, IQS_SIGNS_DOT_S)
 	IQ_BLOCK_END
 
 	ADDQ $82, SI
@@ -938,7 +926,7 @@ iq2sBlockS:
 	VPMADDWD   Y10, Y15, Y15    \
 	VPADDD     Y15, acc, acc
 
-// IQS_SIGN_S, IQS_COL_S and IQS_COLS4_S are the tile's steps with the
+// IQS_SIGN_S and IQS_COL_S are the tile's steps with the
 // signs moved to the activations (as IQS_SIGNS_DOT_S): the grid bytes stay
 // unsigned in Y9, the group's signs go to Y8, and each column is
 // maddubs(grid, sign(q8, s)), one instruction fewer per column than
@@ -957,23 +945,19 @@ iq2sBlockS:
 	VPMADDWD   Y10, Y15, Y15    \
 	VPADDD     Y15, acc, acc
 
-#define IQS_COLS4_S(q8off) \
-	IQS_COL_S(q8off(R10), Y4)         \
-	IQS_COL_S(q8off(R10)(R13*1), Y5)  \
-	IQS_COL_S(q8off(R10)(R13*2), Y6)  \
-	IQS_COL_S(q8off(R10)(R9*1), Y7)
-
-// IQS_COLS4 is IQS_COL for the 4 columns of the group's 32 activations at
-// q8off: column c at R10 + c*R13 (R9 = 3*R13).
-#define IQS_COLS4(q8off) \
-	IQS_COL(q8off(R10), Y4)         \
-	IQS_COL(q8off(R10)(R13*1), Y5)  \
-	IQS_COL(q8off(R10)(R13*2), Y6)  \
-	IQS_COL(q8off(R10)(R9*1), Y7)
+// IQS_COLS4 is COL (IQS_COL, or IQS_COL_S after IQS_SIGN_S) for the 4
+// columns of the group's 32 activations at q8off: column c at R10 + c*R13
+// (R9 = 3*R13).
+#define IQS_COLS4(q8off, COL) \
+	COL(q8off(R10), Y4)         \
+	COL(q8off(R10)(R13*1), Y5)  \
+	COL(q8off(R10)(R13*2), Y6)  \
+	COL(q8off(R10)(R9*1), Y7)
 
 // IQ3S_UNPACK: group ib of an IQ3_S block as signed bytes in Y9 and its
-// scale 1+2s as int16 in Y10.
-#define IQ3S_UNPACK(ib) \
+// scale 1+2s as int16 in Y10; with SIGN = IQS_SIGN_S instead of IQS_SIGN_W
+// the grid bytes stay unsigned and the signs go to Y8.
+#define IQ3S_UNPACK(ib, SIGN) \
 	MOVBLZX (66+(ib))(SI), BX            \
 	SHLL    $8, BX                       \
 	IQ3S_IDX(ib, 0)                      \
@@ -993,36 +977,7 @@ iq2sBlockS:
 	IQ3S_IDX(ib, 7)                      \
 	VPINSRD $3, (R8)(AX*4), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9          \
-	IQS_SIGN_W(74+4*(ib))                \
-	MOVBLZX (106+(ib)/2)(SI), AX         \
-	SHRL    $(4*((ib)%2)), AX            \
-	ANDL    $15, AX                      \
-	LEAL    1(AX)(AX*1), AX              \
-	VMOVD   AX, X10                      \
-	VPBROADCASTW X10, Y10
-
-// IQ3S_UNPACK_S is IQ3S_UNPACK with IQS_SIGN_S.
-#define IQ3S_UNPACK_S(ib) \
-	MOVBLZX (66+(ib))(SI), BX            \
-	SHLL    $8, BX                       \
-	IQ3S_IDX(ib, 0)                      \
-	VMOVD   (R8)(AX*4), X9               \
-	IQ3S_IDX(ib, 1)                      \
-	VPINSRD $1, (R8)(AX*4), X9, X9       \
-	IQ3S_IDX(ib, 2)                      \
-	VPINSRD $2, (R8)(AX*4), X9, X9       \
-	IQ3S_IDX(ib, 3)                      \
-	VPINSRD $3, (R8)(AX*4), X9, X9       \
-	IQ3S_IDX(ib, 4)                      \
-	VMOVD   (R8)(AX*4), X10              \
-	IQ3S_IDX(ib, 5)                      \
-	VPINSRD $1, (R8)(AX*4), X10, X10     \
-	IQ3S_IDX(ib, 6)                      \
-	VPINSRD $2, (R8)(AX*4), X10, X10     \
-	IQ3S_IDX(ib, 7)                      \
-	VPINSRD $3, (R8)(AX*4), X10, X10     \
-	VINSERTI128 $1, X10, Y9, Y9          \
-	IQS_SIGN_S(74+4*(ib))                \
+	SIGN(74+4*(ib))                \
 	MOVBLZX (106+(ib)/2)(SI), AX         \
 	SHRL    $(4*((ib)%2)), AX            \
 	ANDL    $15, AX                      \
@@ -1031,8 +986,9 @@ iq2sBlockS:
 	VPBROADCASTW X10, Y10
 
 // IQ2S_UNPACK: group ib of an IQ2_S block as signed bytes in Y9 and the
-// scales 1+2s of its halves as int16 in the two lanes of Y10.
-#define IQ2S_UNPACK(ib) \
+// scales 1+2s of its halves as int16 in the two lanes of Y10; SIGN as in
+// IQ3S_UNPACK.
+#define IQ2S_UNPACK(ib, SIGN) \
 	MOVBLZX (66+(ib))(SI), BX            \
 	SHLL    $8, BX                       \
 	IQ2S_IDX(ib, 0)                      \
@@ -1044,33 +1000,7 @@ iq2sBlockS:
 	IQ2S_IDX(ib, 3)                      \
 	VPINSRQ $1, (R8)(AX*8), X10, X10     \
 	VINSERTI128 $1, X10, Y9, Y9          \
-	IQS_SIGN_W(34+4*(ib))                \
-	MOVBLZX (74+(ib))(SI), AX            \
-	MOVL    AX, DX                       \
-	ANDL    $15, AX                      \
-	LEAL    1(AX)(AX*1), AX              \
-	VMOVD   AX, X10                      \
-	VPBROADCASTW X10, X10                \
-	SHRL    $4, DX                       \
-	LEAL    1(DX)(DX*1), DX              \
-	VMOVD   DX, X11                      \
-	VPBROADCASTW X11, X11                \
-	VINSERTI128 $1, X11, Y10, Y10
-
-// IQ2S_UNPACK_S is IQ2S_UNPACK with IQS_SIGN_S.
-#define IQ2S_UNPACK_S(ib) \
-	MOVBLZX (66+(ib))(SI), BX            \
-	SHLL    $8, BX                       \
-	IQ2S_IDX(ib, 0)                      \
-	VMOVQ   (R8)(AX*8), X9               \
-	IQ2S_IDX(ib, 1)                      \
-	VPINSRQ $1, (R8)(AX*8), X9, X9       \
-	IQ2S_IDX(ib, 2)                      \
-	VMOVQ   (R8)(AX*8), X10              \
-	IQ2S_IDX(ib, 3)                      \
-	VPINSRQ $1, (R8)(AX*8), X10, X10     \
-	VINSERTI128 $1, X10, Y9, Y9          \
-	IQS_SIGN_S(34+4*(ib))                \
+	SIGN(34+4*(ib))                \
 	MOVBLZX (74+(ib))(SI), AX            \
 	MOVL    AX, DX                       \
 	ANDL    $15, AX                      \
@@ -1148,22 +1078,22 @@ iq3sG4Block:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	IQ3S_UNPACK(0)
-	IQS_COLS4(0)
-	IQ3S_UNPACK(1)
-	IQS_COLS4(32)
-	IQ3S_UNPACK(2)
-	IQS_COLS4(64)
-	IQ3S_UNPACK(3)
-	IQS_COLS4(96)
-	IQ3S_UNPACK(4)
-	IQS_COLS4(128)
-	IQ3S_UNPACK(5)
-	IQS_COLS4(160)
-	IQ3S_UNPACK(6)
-	IQS_COLS4(192)
-	IQ3S_UNPACK(7)
-	IQS_COLS4(224)
+	IQ3S_UNPACK(0, IQS_SIGN_W)
+	IQS_COLS4(0, IQS_COL)
+	IQ3S_UNPACK(1, IQS_SIGN_W)
+	IQS_COLS4(32, IQS_COL)
+	IQ3S_UNPACK(2, IQS_SIGN_W)
+	IQS_COLS4(64, IQS_COL)
+	IQ3S_UNPACK(3, IQS_SIGN_W)
+	IQS_COLS4(96, IQS_COL)
+	IQ3S_UNPACK(4, IQS_SIGN_W)
+	IQS_COLS4(128, IQS_COL)
+	IQ3S_UNPACK(5, IQS_SIGN_W)
+	IQS_COLS4(160, IQS_COL)
+	IQ3S_UNPACK(6, IQS_SIGN_W)
+	IQS_COLS4(192, IQS_COL)
+	IQ3S_UNPACK(7, IQS_SIGN_W)
+	IQS_COLS4(224, IQS_COL)
 	IQS_GEMM4_BLOCK_END(110)
 	DECQ CX
 	JNZ  iq3sG4Block
@@ -1192,22 +1122,22 @@ iq3sG4BlockS:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	IQ3S_UNPACK_S(0)
-	IQS_COLS4_S(0)
-	IQ3S_UNPACK_S(1)
-	IQS_COLS4_S(32)
-	IQ3S_UNPACK_S(2)
-	IQS_COLS4_S(64)
-	IQ3S_UNPACK_S(3)
-	IQS_COLS4_S(96)
-	IQ3S_UNPACK_S(4)
-	IQS_COLS4_S(128)
-	IQ3S_UNPACK_S(5)
-	IQS_COLS4_S(160)
-	IQ3S_UNPACK_S(6)
-	IQS_COLS4_S(192)
-	IQ3S_UNPACK_S(7)
-	IQS_COLS4_S(224)
+	IQ3S_UNPACK(0, IQS_SIGN_S)
+	IQS_COLS4(0, IQS_COL_S)
+	IQ3S_UNPACK(1, IQS_SIGN_S)
+	IQS_COLS4(32, IQS_COL_S)
+	IQ3S_UNPACK(2, IQS_SIGN_S)
+	IQS_COLS4(64, IQS_COL_S)
+	IQ3S_UNPACK(3, IQS_SIGN_S)
+	IQS_COLS4(96, IQS_COL_S)
+	IQ3S_UNPACK(4, IQS_SIGN_S)
+	IQS_COLS4(128, IQS_COL_S)
+	IQ3S_UNPACK(5, IQS_SIGN_S)
+	IQS_COLS4(160, IQS_COL_S)
+	IQ3S_UNPACK(6, IQS_SIGN_S)
+	IQS_COLS4(192, IQS_COL_S)
+	IQ3S_UNPACK(7, IQS_SIGN_S)
+	IQS_COLS4(224, IQS_COL_S)
 	IQS_GEMM4_BLOCK_END(110)
 	DECQ CX
 	JNZ  iq3sG4BlockS
@@ -1233,22 +1163,22 @@ iq2sG4Block:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	IQ2S_UNPACK(0)
-	IQS_COLS4(0)
-	IQ2S_UNPACK(1)
-	IQS_COLS4(32)
-	IQ2S_UNPACK(2)
-	IQS_COLS4(64)
-	IQ2S_UNPACK(3)
-	IQS_COLS4(96)
-	IQ2S_UNPACK(4)
-	IQS_COLS4(128)
-	IQ2S_UNPACK(5)
-	IQS_COLS4(160)
-	IQ2S_UNPACK(6)
-	IQS_COLS4(192)
-	IQ2S_UNPACK(7)
-	IQS_COLS4(224)
+	IQ2S_UNPACK(0, IQS_SIGN_W)
+	IQS_COLS4(0, IQS_COL)
+	IQ2S_UNPACK(1, IQS_SIGN_W)
+	IQS_COLS4(32, IQS_COL)
+	IQ2S_UNPACK(2, IQS_SIGN_W)
+	IQS_COLS4(64, IQS_COL)
+	IQ2S_UNPACK(3, IQS_SIGN_W)
+	IQS_COLS4(96, IQS_COL)
+	IQ2S_UNPACK(4, IQS_SIGN_W)
+	IQS_COLS4(128, IQS_COL)
+	IQ2S_UNPACK(5, IQS_SIGN_W)
+	IQS_COLS4(160, IQS_COL)
+	IQ2S_UNPACK(6, IQS_SIGN_W)
+	IQS_COLS4(192, IQS_COL)
+	IQ2S_UNPACK(7, IQS_SIGN_W)
+	IQS_COLS4(224, IQS_COL)
 	IQS_GEMM4_BLOCK_END(82)
 	DECQ CX
 	JNZ  iq2sG4Block
@@ -1277,22 +1207,22 @@ iq2sG4BlockS:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	IQ2S_UNPACK_S(0)
-	IQS_COLS4_S(0)
-	IQ2S_UNPACK_S(1)
-	IQS_COLS4_S(32)
-	IQ2S_UNPACK_S(2)
-	IQS_COLS4_S(64)
-	IQ2S_UNPACK_S(3)
-	IQS_COLS4_S(96)
-	IQ2S_UNPACK_S(4)
-	IQS_COLS4_S(128)
-	IQ2S_UNPACK_S(5)
-	IQS_COLS4_S(160)
-	IQ2S_UNPACK_S(6)
-	IQS_COLS4_S(192)
-	IQ2S_UNPACK_S(7)
-	IQS_COLS4_S(224)
+	IQ2S_UNPACK(0, IQS_SIGN_S)
+	IQS_COLS4(0, IQS_COL_S)
+	IQ2S_UNPACK(1, IQS_SIGN_S)
+	IQS_COLS4(32, IQS_COL_S)
+	IQ2S_UNPACK(2, IQS_SIGN_S)
+	IQS_COLS4(64, IQS_COL_S)
+	IQ2S_UNPACK(3, IQS_SIGN_S)
+	IQS_COLS4(96, IQS_COL_S)
+	IQ2S_UNPACK(4, IQS_SIGN_S)
+	IQS_COLS4(128, IQS_COL_S)
+	IQ2S_UNPACK(5, IQS_SIGN_S)
+	IQS_COLS4(160, IQS_COL_S)
+	IQ2S_UNPACK(6, IQS_SIGN_S)
+	IQS_COLS4(192, IQS_COL_S)
+	IQ2S_UNPACK(7, IQS_SIGN_S)
+	IQS_COLS4(224, IQS_COL_S)
 	IQS_GEMM4_BLOCK_END(82)
 	DECQ CX
 	JNZ  iq2sG4BlockS
@@ -1339,21 +1269,21 @@ TEXT ·gemmIQ3SUnpack(SB), NOSPLIT, $0-24
 	LEAQ ·iq3sGrid(SB), R8
 
 iq3sUnpackBlock:
-	IQ3S_UNPACK(0)
+	IQ3S_UNPACK(0, IQS_SIGN_W)
 	IQS_UNPACK_STORE(0)
-	IQ3S_UNPACK(1)
+	IQ3S_UNPACK(1, IQS_SIGN_W)
 	IQS_UNPACK_STORE(1)
-	IQ3S_UNPACK(2)
+	IQ3S_UNPACK(2, IQS_SIGN_W)
 	IQS_UNPACK_STORE(2)
-	IQ3S_UNPACK(3)
+	IQ3S_UNPACK(3, IQS_SIGN_W)
 	IQS_UNPACK_STORE(3)
-	IQ3S_UNPACK(4)
+	IQ3S_UNPACK(4, IQS_SIGN_W)
 	IQS_UNPACK_STORE(4)
-	IQ3S_UNPACK(5)
+	IQ3S_UNPACK(5, IQS_SIGN_W)
 	IQS_UNPACK_STORE(5)
-	IQ3S_UNPACK(6)
+	IQ3S_UNPACK(6, IQS_SIGN_W)
 	IQS_UNPACK_STORE(6)
-	IQ3S_UNPACK(7)
+	IQ3S_UNPACK(7, IQS_SIGN_W)
 	IQS_UNPACK_STORE(7)
 	IQS_UNPACK_D(0x3f800000)
 	ADDQ $110, SI
@@ -1372,21 +1302,21 @@ TEXT ·gemmIQ2SUnpack(SB), NOSPLIT, $0-24
 	LEAQ ·iq2sGrid(SB), R8
 
 iq2sUnpackBlock:
-	IQ2S_UNPACK(0)
+	IQ2S_UNPACK(0, IQS_SIGN_W)
 	IQS_UNPACK_STORE(0)
-	IQ2S_UNPACK(1)
+	IQ2S_UNPACK(1, IQS_SIGN_W)
 	IQS_UNPACK_STORE(1)
-	IQ2S_UNPACK(2)
+	IQ2S_UNPACK(2, IQS_SIGN_W)
 	IQS_UNPACK_STORE(2)
-	IQ2S_UNPACK(3)
+	IQ2S_UNPACK(3, IQS_SIGN_W)
 	IQS_UNPACK_STORE(3)
-	IQ2S_UNPACK(4)
+	IQ2S_UNPACK(4, IQS_SIGN_W)
 	IQS_UNPACK_STORE(4)
-	IQ2S_UNPACK(5)
+	IQ2S_UNPACK(5, IQS_SIGN_W)
 	IQS_UNPACK_STORE(5)
-	IQ2S_UNPACK(6)
+	IQ2S_UNPACK(6, IQS_SIGN_W)
 	IQS_UNPACK_STORE(6)
-	IQ2S_UNPACK(7)
+	IQ2S_UNPACK(7, IQS_SIGN_W)
 	IQS_UNPACK_STORE(7)
 	IQS_UNPACK_D(0x3e000000)
 	ADDQ $82, SI

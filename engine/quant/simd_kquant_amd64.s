@@ -393,6 +393,46 @@ q2kLoop:
 	MOVSS X14, ret+24(FP)
 	RET
 
+// Q3K_SCALES sets the int16 lanes of Y3 to the 16 scales (6-bit, minus 32)
+// of the Q3_K block at SI in the even/odd order of kquantShufW
+// (dequantize_row_q3_K's aux/kmask code), with AX, BX, DX, R8-R10 and X0;
+// Y13 holds 0x20 bytes.
+#define Q3K_SCALES \
+	MOVL 96(SI), AX \
+	MOVL 100(SI), BX \
+	MOVL 104(SI), DX \
+	MOVL AX, R8 \
+	ANDL $0x0f0f0f0f, R8 \
+	MOVL DX, R9 \
+	SHLL $4, R9 \
+	ANDL $0x30303030, R9 \
+	ORL  R9, R8 \
+	MOVL BX, R10 \
+	ANDL $0x0f0f0f0f, R10 \
+	MOVL DX, R9 \
+	SHLL $2, R9 \
+	ANDL $0x30303030, R9 \
+	ORL  R9, R10 \
+	SHRL $4, AX \
+	ANDL $0x0f0f0f0f, AX \
+	MOVL DX, R9 \
+	ANDL $0x30303030, R9 \
+	ORL  R9, AX \
+	SHRL $4, BX \
+	ANDL $0x0f0f0f0f, BX \
+	SHRL $2, DX \
+	ANDL $0x30303030, DX \
+	ORL  DX, BX \
+	SHLQ $32, R10 \
+	ORQ  R10, R8 \
+	SHLQ $32, BX \
+	ORQ  BX, AX \
+	VMOVQ   R8, X0 \
+	VPINSRQ $1, AX, X0, X0 \
+	VPSUBB  X13, X0, X0 \
+	VPSHUFB ·kquantEvenOdd(SB), X0, X0 \
+	VPMOVSXBW X0, Y3
+
 // Q3K_GROUP: 32 values of a Q3_K block (group g): low bits (Y4 >> qn) & 3,
 // high bit g of Y10 (hmask) moved to bit 2 by hop $hn; value = low - 4 when
 // the high bit is clear, as llama.cpp: maddubs(low, q8) - maddubs(4*!h, q8).
@@ -425,41 +465,7 @@ TEXT ·dotQ3KQ8KAVX2(SB), NOSPLIT, $0-28
 	BCASTB(0x04040404, AX, X11, Y11)
 
 q3kLoop:
-	// scales (dequantize_row_q3_K's aux/kmask code)
-	MOVL 96(SI), AX
-	MOVL 100(SI), BX
-	MOVL 104(SI), DX
-	MOVL AX, R8
-	ANDL $0x0f0f0f0f, R8
-	MOVL DX, R9
-	SHLL $4, R9
-	ANDL $0x30303030, R9
-	ORL  R9, R8                    // aux0
-	MOVL BX, R10
-	ANDL $0x0f0f0f0f, R10
-	MOVL DX, R9
-	SHLL $2, R9
-	ANDL $0x30303030, R9
-	ORL  R9, R10                   // aux1
-	SHRL $4, AX
-	ANDL $0x0f0f0f0f, AX
-	MOVL DX, R9
-	ANDL $0x30303030, R9
-	ORL  R9, AX                    // aux2
-	SHRL $4, BX
-	ANDL $0x0f0f0f0f, BX
-	SHRL $2, DX
-	ANDL $0x30303030, DX
-	ORL  DX, BX                    // aux3
-	SHLQ $32, R10
-	ORQ  R10, R8
-	SHLQ $32, BX
-	ORQ  BX, AX
-	VMOVQ   R8, X0
-	VPINSRQ $1, AX, X0, X0
-	VPSUBB  X13, X0, X0            // scale - 32
-	VPSHUFB ·kquantEvenOdd(SB), X0, X0
-	VPMOVSXBW X0, Y3
+	Q3K_SCALES
 	VPXOR   Y5, Y5, Y5
 	VMOVDQU 0(SI), Y10
 
@@ -519,40 +525,7 @@ TEXT ·gemmQ3KUnpack(SB), NOSPLIT, $0-24
 	BCASTB(0x04040404, AX, X11, Y11)
 
 q3kUnpackLoop:
-	MOVL 96(SI), AX
-	MOVL 100(SI), BX
-	MOVL 104(SI), DX
-	MOVL AX, R8
-	ANDL $0x0f0f0f0f, R8
-	MOVL DX, R9
-	SHLL $4, R9
-	ANDL $0x30303030, R9
-	ORL  R9, R8
-	MOVL BX, R10
-	ANDL $0x0f0f0f0f, R10
-	MOVL DX, R9
-	SHLL $2, R9
-	ANDL $0x30303030, R9
-	ORL  R9, R10
-	SHRL $4, AX
-	ANDL $0x0f0f0f0f, AX
-	MOVL DX, R9
-	ANDL $0x30303030, R9
-	ORL  R9, AX
-	SHRL $4, BX
-	ANDL $0x0f0f0f0f, BX
-	SHRL $2, DX
-	ANDL $0x30303030, DX
-	ORL  DX, BX
-	SHLQ $32, R10
-	ORQ  R10, R8
-	SHLQ $32, BX
-	ORQ  BX, AX
-	VMOVQ   R8, X0
-	VPINSRQ $1, AX, X0, X0
-	VPSUBB  X13, X0, X0
-	VPSHUFB ·kquantEvenOdd(SB), X0, X0
-	VPMOVSXBW X0, Y3
+	Q3K_SCALES
 	VMOVDQU 0(SI), Y10
 
 	VMOVDQU 32(SI), Y4
