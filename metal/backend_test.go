@@ -99,9 +99,43 @@ func TestBackendQwen3MoEMatchesCPU(t *testing.T) {
 // the host; logits equal the CPU backend's on the same weights in F32
 // within logitBound.
 func TestBackendQwen3NextMatchesCPU(t *testing.T) {
-	ctx := context.Background()
 	cfg := synth.Defaults(synth.ArchQwen3Next)
 	cfg.Type, cfg.Seed = ggml.Q4_K, 5
+	mb, worst := backendMatchesCPU(t, cfg, qwen3next.Open, [][]int32{{3, 99, 512, 7, 7}, {42}, {1000}})
+	if mb.HostOps() {
+		t.Error("some recurrent steps ran on the host")
+	}
+	t.Logf("worst max |Δlogit| %.3g σ", worst)
+}
+
+// TestBackendQwen4ExpMatchesCPU: qwen4exp (hyper-connections, QSA, PLE, the
+// tiled DeltaNet broadcast) on the Metal backend gives the CPU's logits
+// within logitBound, every backend op on the kernels (none on the host).
+// With the synthetic model's top-k of 64 every position of the short
+// sequence is kept (QSA attends to all); with a top-k of 1 (4 cells kept,
+// ratio 4) the rows from the fifth on attend to a selection.
+func TestBackendQwen4ExpMatchesCPU(t *testing.T) {
+	for _, topK := range []int{64, 1} {
+		t.Run(fmt.Sprintf("topk%d", topK), func(t *testing.T) {
+			cfg := synth.Defaults(synth.ArchQwen4Exp)
+			cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, topK
+			mb, worst := backendMatchesCPU(t, cfg, qwen4exp.Open, [][]int32{{3, 99, 200, 7, 7}, {42}, {100}})
+			if mb.HostOps() {
+				t.Error("some ops ran on the host")
+			}
+			t.Logf("worst max |Δlogit| %.3g σ", worst)
+		})
+	}
+}
+
+// backendMatchesCPU writes the synthetic model cfg, opens it with open on
+// the Metal backend and, dequantized to F32, on the CPU backend, runs the
+// batches steps through a session of each (every row's logits) and fails
+// unless every row's logits agree within logitBound with the same top
+// token. It returns the Metal backend and the worst difference in σ.
+func backendMatchesCPU[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), steps [][]int32) (*metal.Backend, float64) {
+	t.Helper()
+	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	if err := synth.Write(ctx, path, cfg); err != nil {
 		t.Fatal(err)
@@ -110,9 +144,9 @@ func TestBackendQwen3NextMatchesCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	mb := metal.NewBackend(testDevice(t))
-	mg, err := qwen3next.Open(f, model.Options{Backend: mb})
+	mg, err := open(f, model.Options{Backend: mb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,15 +154,15 @@ func TestBackendQwen3NextMatchesCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f32.Close()
-	mc, err := qwen3next.Open(f32, model.Options{Backend: cpu.NewBackend(1)})
+	t.Cleanup(func() { f32.Close() })
+	mc, err := open(f32, model.Options{Backend: cpu.NewBackend(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sg, _ := mg.NewSession(32)
 	sc, _ := mc.NewSession(32)
 	worst := 0.0
-	for step, toks := range [][]int32{{3, 99, 512, 7, 7}, {42}, {1000}} {
+	for step, toks := range steps {
 		logits := make([]bool, len(toks))
 		for i := range logits {
 			logits[i] = true
@@ -149,75 +183,5 @@ func TestBackendQwen3NextMatchesCPU(t *testing.T) {
 			worst = max(worst, d/sd)
 		}
 	}
-	if mb.HostOps() {
-		t.Error("some recurrent steps ran on the host")
-	}
-	t.Logf("worst max |Δlogit| %.3g σ", worst)
-}
-
-// TestBackendQwen4ExpMatchesCPU: qwen4exp (hyper-connections, QSA, PLE, the
-// tiled DeltaNet broadcast) on the Metal backend gives the CPU's logits
-// within logitBound, every backend op on the kernels (none on the host).
-// With the synthetic model's top-k of 64 every position of the short
-// sequence is kept (QSA attends to all); with a top-k of 1 (4 cells kept,
-// ratio 4) the rows from the fifth on attend to a selection.
-func TestBackendQwen4ExpMatchesCPU(t *testing.T) {
-	for _, topK := range []int{64, 1} {
-		t.Run(fmt.Sprintf("topk%d", topK), func(t *testing.T) {
-			ctx := context.Background()
-			cfg := synth.Defaults(synth.ArchQwen4Exp)
-			cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, topK
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if err := synth.Write(ctx, path, cfg); err != nil {
-				t.Fatal(err)
-			}
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			mb := metal.NewBackend(testDevice(t))
-			mg, err := qwen4exp.Open(f, model.Options{Backend: mb})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f32, err := gguf.Open(dequantized(t, f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f32.Close()
-			mc, err := qwen4exp.Open(f32, model.Options{Backend: cpu.NewBackend(1)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sg, _ := mg.NewSession(32)
-			sc, _ := mc.NewSession(32)
-			worst := 0.0
-			for step, toks := range [][]int32{{3, 99, 200, 7, 7}, {42}, {100}} {
-				logits := make([]bool, len(toks))
-				for i := range logits {
-					logits[i] = true
-				}
-				bg := model.Batch{Tokens: toks, Logits: logits}
-				bc := model.Batch{Tokens: toks, Logits: logits}
-				if err := sg.Forward(ctx, &bg); err != nil {
-					t.Fatal(err)
-				}
-				if err := sc.Forward(ctx, &bc); err != nil {
-					t.Fatal(err)
-				}
-				for r := range toks {
-					d, sd, same := compareLogits(bg.Out[r], bc.Out[r])
-					if d/sd > logitBound || !same {
-						t.Fatalf("step %d row %d: max |Δlogit| %.3g σ (bound %g), same top token %v", step, r, d/sd, logitBound, same)
-					}
-					worst = max(worst, d/sd)
-				}
-			}
-			if mb.HostOps() {
-				t.Error("some ops ran on the host")
-			}
-			t.Logf("worst max |Δlogit| %.3g σ", worst)
-		})
-	}
+	return mb, worst
 }
