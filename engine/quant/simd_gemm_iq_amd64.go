@@ -233,6 +233,18 @@ func gemmIQ3XXSUnpack(x *byte, nb int, buf *byte)
 //go:noescape
 func gemmIQ4XSUnpack(x *byte, nb int, buf *byte)
 
+// gemmIQWiden turns nb narrow unpacked records at src into wide ones at
+// dst (the VNNI kernels' layout), for the IQ2_S, IQ3_S and Q3_K prompts.
+//
+//go:noescape
+func gemmIQWiden(src *byte, nb int, dst *byte)
+
+// gemmIQWideQuadsVNNI multiplies four wide unpacked rows (xstride bytes
+// apart) with cols > 0 activation rows.
+//
+//go:noescape
+func gemmIQWideQuadsVNNI(x *byte, xstride int, y *byte, ystride, nb, cols int, out *float32, ostride int)
+
 //go:noescape
 func gemmIQUnpackedR2C1(x *byte, xstride int, y *byte, ystride, nb int, out *float32, ostride int)
 

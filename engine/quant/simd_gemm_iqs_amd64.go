@@ -21,14 +21,26 @@ func init() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
 		return
 	}
-	simdGemms[ggml.IQ3_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq3SSize, iq3sDotAVX2, iq3sDotAVX2S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, gemmIQ3SUnpack)}
-	simdGemms[ggml.IQ2_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq2SSize, iq2sDotAVX2, iq2sDotAVX2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, gemmIQ2SUnpack)}
+	// Prompts take the VNNI quads where the CPU has them (gemmIQSUnpacked).
+	name := "avx2"
+	if iqHasVNNI() {
+		name = "avx2+avx512vnni"
+	}
+	// Decode (one activation row without the quant -128) takes the
+	// AVX-512 dots where the CPU has them.
+	dot3S, dot2S := iq3sDotAVX2S, iq2sDotAVX2S
+	if iqsHasAVX512() {
+		dot3S, dot2S = iq3sDotAVX512S, iq2sDotAVX512S
+		name += "+avx512"
+	}
+	simdGemms[ggml.IQ3_S] = simdGemm{name: name, gemm: gemmIQS(iq3SSize, iq3sDotAVX2, dot3S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, gemmIQ3SUnpack)}
+	simdGemms[ggml.IQ2_S] = simdGemm{name: name, gemm: gemmIQS(iq2SSize, iq2sDotAVX2, dot2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, gemmIQ2SUnpack)}
 	// Q3_K (the IQ3 and Q3_K mixtures' attention and some FFN tensors) has
 	// no tile: a prompt was a loop over its dot, 28 % of the 4-layer
 	// IQ3_XXS mixture's 512-token prefill. Its values are signed bytes with
 	// a scale per 16, which the unpacked records hold as they are.
 	if cpu.X86.HasFMA {
-		simdGemms[ggml.Q3_K] = simdGemm{name: "avx2", gemm: gemmIQS(q3KBlockSize, dotQ3KQ8KAVX2, nil, nil, nil, 0, 1, gemmQ3KUnpack)}
+		simdGemms[ggml.Q3_K] = simdGemm{name: name, gemm: gemmIQS(q3KBlockSize, dotQ3KQ8KAVX2, nil, nil, nil, 0, 1, gemmQ3KUnpack)}
 	}
 }
 
@@ -100,7 +112,7 @@ func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm
 		_ = a[(cols-1)*aStride+nb*iqQ8KSize-1]
 		if unpack != nil && cols > InvariantCols && rows >= 2 {
 			pairs := rows &^ 1
-			gemmIQSUnpacked(unpack, nb, w, wStride, pairs, a, aStride, cols, out, outStride)
+			gemmIQSUnpacked(unpack, iqHasVNNI(), nb, w, wStride, pairs, a, aStride, cols, out, outStride)
 			if pairs < rows {
 				gemm(n, w[pairs*wStride:], wStride, 1, a, aStride, cols, out[pairs:], outStride)
 			}
@@ -150,16 +162,34 @@ func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm
 // signed bytes, int16 group scales and a float scale, which the
 // type-independent kernels multiply with two activation rows at a time,
 // so a row's unpacking (grid lookups, signs, scales: most of a dot) is
-// shared by all the columns, as llama.cpp's iqp panels share it. The
-// integer sums are the dot's; the float steps are the unpacked kernels'
-// (FMA in lanes), so a column's bits differ from Dot's in the last places
-// (the IQ2_XS family's tiles do the same; TestGemmIQSExact and
-// TestGemmQ3KPrompt bound it). The records of a pair take 2×544 bytes per
-// super-block, allocated per call (a prompt's matrix, not a decode step).
-func gemmIQSUnpacked(unpack func(x *byte, nb int, buf *byte), nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+// shared by all the columns, as llama.cpp's iqp panels share it. With
+// vnni (AVX-512 VNNI), four rows at a time are widened (weights times
+// their scales as int16) and multiplied by VPDPWSSD in 512-bit lanes, as
+// the IQ2_XS family's quads kernels do. The integer sums are the dot's;
+// the float steps are the unpacked kernels' (FMA in lanes), so a column's
+// bits differ from Dot's in the last places (the IQ2_XS family's tiles do
+// the same; TestGemmIQSExact and TestGemmQ3KPrompt bound it). The records
+// take 544 bytes per super-block and row (2 narrow rows, or 1 narrow and
+// 4 wide), allocated per call (a prompt's matrix, not a decode step).
+func gemmIQSUnpacked(unpack func(x *byte, nb int, buf *byte), vnni bool, nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 	rs := nb * iqUnpackedSize
+	r := 0
+	if vnni && cols >= iqVNNICols && rows >= 4 {
+		buf := make([]byte, 5*rs)
+		narrow, wide := buf[:rs], buf[rs:]
+		for ; r+4 <= rows; r += 4 {
+			for i := 0; i < 4; i++ {
+				unpack(&w[(r+i)*wStride], nb, &narrow[0])
+				gemmIQWiden(&narrow[0], nb, &wide[i*rs])
+			}
+			gemmIQWideQuadsVNNI(&wide[0], rs, &a[0], aStride, nb, cols, &out[r], outStride)
+		}
+	}
+	if r == rows {
+		return
+	}
 	buf := make([]byte, 2*rs)
-	for r := 0; r < rows; r += 2 {
+	for ; r < rows; r += 2 {
 		unpack(&w[r*wStride], nb, &buf[0])
 		unpack(&w[(r+1)*wStride], nb, &buf[rs])
 		c := 0

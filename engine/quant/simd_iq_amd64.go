@@ -103,6 +103,21 @@ func dotIQ4XSAVX2(n int, w, a []byte) float32 {
 	return iq4xsDotAVX2(&w[0], &a[0], nb)
 }
 
+// iq2sDotAVX512S and iq3sDotAVX512S are the S kernels (activations
+// without the quant -128) with AVX-512 F/BW: the same bits.
+//
+//go:noescape
+func iq2sDotAVX512S(w, a *byte, nb int) float32
+
+//go:noescape
+func iq3sDotAVX512S(w, a *byte, nb int) float32
+
+// iqsHasAVX512 reports whether the CPU (and OS) run iq2sDotAVX512S and
+// iq3sDotAVX512S.
+func iqsHasAVX512() bool {
+	return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+}
+
 func dotIQ3SAVX2(n int, w, a []byte) float32 {
 	nb := simdIQBlocks(n, w, a, iq3SSize)
 	if nb == 0 {

@@ -1325,3 +1325,132 @@ iq2sUnpackBlock:
 	JNZ  iq2sUnpackBlock
 	VZEROUPPER
 	RET
+
+// AVX-512 (F, BW) dots of IQ2_S and IQ3_S for activations without the
+// quant -128, two groups (64 values) per 512-bit register: the grid
+// entries come from one VPGATHERQQ/VPGATHERDD per two groups instead of
+// eight or sixteen scalar loads and inserts, and the signs from a mask
+// register (the 64 sign bits of two groups, KMOVQ) that negates the
+// activations in one masked VPSUBB (0 - q8: wrong only for q8 = -128,
+// which QuantizeQ8K never writes; see q8KHasMin). The products are
+// maddubs(grid, ±q8) and VPMADDWD with the scales as in the AVX2 S
+// kernels, so every block's int32 sum is the same integer and the float
+// steps (IQ_BLOCK_END) are the same: the same bits as the Go reference.
+
+// IQS512_SETUP zeroes X0 and Z16 and loads the four 64-byte rows (two
+// groups each) of iqScaleShuf into Z17..Z20.
+#define IQS512_SETUP \
+	LEAQ    iqScaleShuf<>(SB), R11       \
+	VMOVDQU64 0(R11), Z17                \
+	VMOVDQU64 64(R11), Z18               \
+	VMOVDQU64 128(R11), Z19              \
+	VMOVDQU64 192(R11), Z20              \
+	VPXORD  Z16, Z16, Z16                \
+	VXORPS  X0, X0, X0
+
+// IQS512_DOT adds to the int32 lanes of Z8 the dot of the 64 grid bytes
+// of Z9 (groups ib and ib+1), signed by the 64 bits at soff(SI), with
+// the activations at 32*ib(R10), times the scales of Z15 picked by the
+// shuffle rows SHUF.
+#define IQS512_DOT(ib, soff, SHUF) \
+	KMOVQ      soff(SI), K1              \
+	VMOVDQU8   (32*(ib))(R10), Z11       \
+	VPSUBB     Z11, Z16, K1, Z11         \
+	VPMADDUBSW Z11, Z9, Z9               \
+	VPSHUFB    SHUF, Z15, Z10            \
+	VPMADDWD   Z10, Z9, Z9               \
+	VPADDD     Z9, Z8, Z8
+
+// IQS512_BLOCK_END folds Z8 into Y8 (the same int32 total) for IQ_BLOCK_END.
+#define IQS512_BLOCK_END \
+	VEXTRACTI64X4 $1, Z8, Y9             \
+	VPADDD  Y9, Y8, Y8                   \
+	IQ_BLOCK_END
+
+// IQ2S512_GATHER sets Z9 to the 8 grid entries (groups of two) whose
+// indices are the 8 words of X: scalar loads and inserts, as IQ2S_GATHER
+// (VPGATHERQQ was 2.3x slower on Zen 5).
+#define IQ2S512_GATHER(X) \
+	VMOVQ   X, AX                        \
+	IQ2S_GATHER                          \
+	VPEXTRQ $1, X, AX                    \
+	VMOVDQA Y9, Y5                       \
+	IQ2S_GATHER                          \
+	VINSERTI64X4 $1, Y9, Z5, Z9
+
+// func iq2sDotAVX512S(w, a *byte, nb int) float32
+TEXT ·iq2sDotAVX512S(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IQS512_SETUP
+	LEAQ ·iq2sGrid(SB), R8
+
+iq2s512Block:
+	IQ_SCALE_D
+	LEAQ  4(DI), R10
+	VPXORD Z8, Z8, Z8
+	IQS_SCALES16(74)
+	VINSERTI64X4 $1, Y15, Z15, Z15
+	IQ2S_INDICES
+	IQ2S512_GATHER(X2)
+	IQS512_DOT(0, 34, Z17)
+	VEXTRACTI128 $1, Y2, X7
+	IQ2S512_GATHER(X7)
+	IQS512_DOT(2, 42, Z18)
+	IQ2S512_GATHER(X3)
+	IQS512_DOT(4, 50, Z19)
+	VEXTRACTI128 $1, Y3, X7
+	IQ2S512_GATHER(X7)
+	IQS512_DOT(6, 58, Z20)
+	IQS512_BLOCK_END
+
+	ADDQ $82, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2s512Block
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// IQ3S512_GATHER sets Z9 to the 16 grid entries of groups ib and ib+1
+// (IQ3S_GRID8 twice; VPGATHERDD was slower on Zen 5).
+#define IQ3S512_GATHER(ib) \
+	IQ3S_GRID8(ib, X7)                   \
+	VMOVDQA Y9, Y5                       \
+	IQ3S_GRID8((ib)+1, X7)               \
+	VINSERTI64X4 $1, Y9, Z5, Z9
+
+// func iq3sDotAVX512S(w, a *byte, nb int) float32
+TEXT ·iq3sDotAVX512S(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IQS512_SETUP
+	LEAQ ·iq3sGrid(SB), R8
+
+iq3s512Block:
+	IQ_SCALE_D
+	LEAQ  4(DI), R10
+	VPXORD Z8, Z8, Z8
+	IQS_SCALES8(106)
+	VINSERTI64X4 $1, Y15, Z15, Z15
+	IQ3S512_GATHER(0)
+	IQS512_DOT(0, 74, Z17)
+	IQ3S512_GATHER(2)
+	IQS512_DOT(2, 82, Z18)
+	IQ3S512_GATHER(4)
+	IQS512_DOT(4, 90, Z19)
+	IQ3S512_GATHER(6)
+	IQS512_DOT(6, 98, Z20)
+	IQS512_BLOCK_END
+
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq3s512Block
+
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

@@ -166,6 +166,8 @@ func generate() []byte {
 	for c := 1; c <= 2; c++ {
 		g.unpacked2(c)
 	}
+	g.widen()
+	g.wideQuads()
 	for _, t := range []typ{iq2xs(), iq2xxs(), iq3xxs(), iq4xs()} {
 		g.kernel(t, 1)
 		if t.unsignedGrid {
@@ -771,6 +773,90 @@ func (g *gen) r4LoopZ(cols int, loop string) {
 		g.p("\tVEXTRACTF64X4 $1, %s, Y8", z(i))
 		g.p("\tVADDPS Y8, %s, %s", facc(i), facc(i))
 	}
+}
+
+// widen writes gemmIQWiden, which turns nb narrow records at src into
+// wide ones at dst (the conversion of unpackLoop's wide branch), for types
+// whose unpack only writes narrow records (IQ2_S, IQ3_S, Q3_K): each
+// group's int16 scale vector holds one scale in lanes 0-7 (values 0-15)
+// and one in lanes 8-15 (values 16-31), as the narrow kernels' VPMADDWD
+// reads it.
+func (g *gen) widen() {
+	name := "gemmIQWiden"
+	g.p("// func %s(src *byte, nb int, dst *byte)", name)
+	g.p("//")
+	g.p("// Narrow records to wide records.")
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-24", name)
+	g.p("\tMOVQ src+0(FP), SI")
+	g.p("\tMOVQ nb+8(FP), CX")
+	g.p("\tMOVQ dst+16(FP), DI")
+	g.p("")
+	g.p("%sBlock:", name)
+	for k := 0; k < 8; k++ {
+		g.p("\tVPMOVSXBW %d(SI), Y10", 32*k)
+		g.p("\tVPMOVSXBW %d(SI), Y11", 32*k+16)
+		g.p("\tVBROADCASTI128 %d(SI), Y8", 256+32*k)
+		g.p("\tVPMULLW Y8, Y10, Y10")
+		g.p("\tVBROADCASTI128 %d(SI), Y8", 256+32*k+16)
+		g.p("\tVPMULLW Y8, Y11, Y11")
+		g.p("\tVMOVDQU Y10, %d(DI)", 64*k)
+		g.p("\tVMOVDQU Y11, %d(DI)", 64*k+32)
+	}
+	g.p("\tMOVL 512(SI), AX")
+	g.p("\tMOVL AX, 512(DI)")
+	g.p("\tADDQ $%d, SI", unpackedSize)
+	g.p("\tADDQ $%d, DI", unpackedSize)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %sBlock", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// wideQuads writes gemmIQWideQuadsVNNI: four wide unpacked rows (nb
+// records each, xstride bytes apart) against cols > 0 activation rows,
+// two columns at a time (r4LoopZ), as the QuadsVNNI kernels multiply the
+// rows they unpack into their frame.
+func (g *gen) wideQuads() {
+	name := "gemmIQWideQuadsVNNI"
+	g.p("// func %s(x *byte, xstride int, y *byte, ystride, nb, cols int, out *float32, ostride int)", name)
+	g.p("//")
+	g.p("// Four wide unpacked weight rows x cols activation rows.")
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	g.p("\tMOVQ y+16(FP), R13")
+	g.p("\tMOVQ out+48(FP), R9")
+	g.p("\tMOVQ cols+40(FP), R11")
+	g.p("\tMOVQ ystride+24(FP), R12")
+	g.p("\tMOVQ ostride+56(FP), BX")
+	g.p("\tSHLQ $2, BX")
+	loop := func(cols int, label string) {
+		g.p("\tMOVQ x+0(FP), SI")
+		g.p("\tMOVQ xstride+8(FP), R10")
+		g.p("\tLEAQ (R10)(R10*2), AX")
+		g.p("\tMOVQ R13, DI")
+		g.p("\tMOVQ nb+32(FP), CX")
+		g.r4LoopZ(cols, label)
+		g.rStore(4, cols, "R9", "BX")
+	}
+	g.p("")
+	g.p("%sCols:", name)
+	g.p("\tCMPQ R11, $2")
+	g.p("\tJLT %sTail", name)
+	loop(2, name+"C2")
+	g.p("\tLEAQ (R13)(R12*2), R13")
+	g.p("\tLEAQ (R9)(BX*2), R9")
+	g.p("\tSUBQ $2, R11")
+	g.p("\tJMP %sCols", name)
+	g.p("")
+	g.p("%sTail:", name)
+	g.p("\tTESTQ R11, R11")
+	g.p("\tJZ %sDone", name)
+	loop(1, name+"C1")
+	g.p("")
+	g.p("%sDone:", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
 }
 
 // unpacked2 writes gemmIQUnpackedR2C<cols>: two unpacked weight rows (nb
