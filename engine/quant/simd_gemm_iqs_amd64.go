@@ -33,8 +33,8 @@ func init() {
 		dot3S, dot2S = iq3sDotAVX512S, iq2sDotAVX512S
 		name += "+avx512"
 	}
-	simdGemms[ggml.IQ3_S] = simdGemm{name: name, gemm: gemmIQS(iq3SSize, iq3sDotAVX2, dot3S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, gemmIQ3SUnpack)}
-	simdGemms[ggml.IQ2_S] = simdGemm{name: name, gemm: gemmIQS(iq2SSize, iq2sDotAVX2, dot2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, gemmIQ2SUnpack)}
+	simdGemms[ggml.IQ3_S] = simdGemm{name: name, gemm: gemmIQS(iq3SSize, iq3sDotAVX2, dot3S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, withFMA(gemmIQ3SUnpack))}
+	simdGemms[ggml.IQ2_S] = simdGemm{name: name, gemm: gemmIQS(iq2SSize, iq2sDotAVX2, dot2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, withFMA(gemmIQ2SUnpack))}
 	// Q3_K (the IQ3 and Q3_K mixtures' attention and some FFN tensors) has
 	// no tile: a prompt was a loop over its dot, 28 % of the 4-layer
 	// IQ3_XXS mixture's 512-token prefill. Its values are signed bytes with
@@ -42,6 +42,15 @@ func init() {
 	if cpu.X86.HasFMA {
 		simdGemms[ggml.Q3_K] = simdGemm{name: name, gemm: gemmIQS(q3KBlockSize, dotQ3KQ8KAVX2, nil, nil, nil, 0, 1, gemmQ3KUnpack)}
 	}
+}
+
+// withFMA returns unpack if the CPU runs the unpacked kernels (FMA), else
+// nil (no unpacked path: prompts go through the tiles).
+func withFMA(unpack func(x *byte, nb int, buf *byte)) func(x *byte, nb int, buf *byte) {
+	if !cpu.X86.HasFMA {
+		return nil
+	}
+	return unpack
 }
 
 // iqsGemm4Fn is one weight row x of nb > 0 super-blocks against the

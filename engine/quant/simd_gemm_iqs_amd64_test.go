@@ -25,6 +25,13 @@ func requireIQSGemm(t testing.TB) {
 	}
 }
 
+// unpackedTypes are the gemmIQS types whose prompts go through unpacked
+// records, and their unpack kernels.
+var unpackedTypes = map[ggml.Type]func(x *byte, nb int, buf *byte){
+	ggml.IQ3_S: gemmIQ3SUnpack, ggml.IQ2_S: gemmIQ2SUnpack, ggml.Q3_K: gemmQ3KUnpack,
+	ggml.IQ1_S: gemmIQ1SUnpack, ggml.IQ1_M: gemmIQ1MUnpack,
+}
+
 // checkGemmIQSExact runs Kernel.Gemm on tile and requires every output to
 // be GoDot's bit for bit, and no other element of out written; for a
 // prompt of IQ3_S or IQ2_S (more than InvariantCols activation rows, which
@@ -33,8 +40,8 @@ func requireIQSGemm(t testing.TB) {
 func checkGemmIQSExact(t *testing.T, typ ggml.Type, name string, tc gemmIQTile) {
 	t.Helper()
 	k := mustKernel(t, typ)
-	if (typ == ggml.IQ3_S || typ == ggml.IQ2_S) && tc.cols > InvariantCols && tc.rows >= 2 {
-		checkGemmIQ(t, typ, k.Gemm, name+" (unpacked)", tc)
+	if unpackedTypes[typ] != nil && tc.cols > InvariantCols && tc.rows >= 2 {
+		checkGemmBounded(t, typ, k.Gemm, name+" (unpacked)", tc)
 		return
 	}
 	out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows+3)
@@ -66,39 +73,32 @@ func checkGemmIQSExact(t *testing.T, typ ggml.Type, name string, tc gemmIQTile) 
 }
 
 // TestGemmIQSUnpackedPaths runs both instruction sets of the prompt path
-// of IQ3_S, IQ2_S and Q3_K (unpacked records: narrow AVX2 pairs, and
+// of IQ3_S, IQ2_S, Q3_K, IQ1_S and IQ1_M (unpacked records: narrow AVX2 pairs, and
 // widened AVX-512 VNNI quads where the CPU has VNNI) against GoDot within
 // gemmIQBound of Σ|w·a|, whichever the Kernel picked: row counts that
 // are and are not multiples of 4, column counts below and above the
 // quads' minimum, odd and even, padded strides.
 func TestGemmIQSUnpackedPaths(t *testing.T) {
 	requireIQSGemm(t)
-	unpacks := map[ggml.Type]func(x *byte, nb int, buf *byte){
-		ggml.IQ3_S: gemmIQ3SUnpack, ggml.IQ2_S: gemmIQ2SUnpack, ggml.Q3_K: gemmQ3KUnpack,
-	}
 	paths := []bool{false}
 	if iqHasVNNI() {
 		paths = append(paths, true)
 	} else {
 		t.Log("no AVX-512 VNNI: the AVX2 path only")
 	}
-	for _, typ := range []ggml.Type{ggml.IQ3_S, ggml.IQ2_S, ggml.Q3_K} {
+	for _, typ := range []ggml.Type{ggml.IQ3_S, ggml.IQ2_S, ggml.Q3_K, ggml.IQ1_S, ggml.IQ1_M} {
 		for _, vnni := range paths {
 			t.Run(fmt.Sprintf("%s/vnni=%v", typ, vnni), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(typ), 7))
 				valid := func(nb int) []byte { return randomRow(t, typ, nb*iqQK, rng, 1) }
 				fullRange := func(nb int) []byte { return randomQ8K(rng, nb) }
 				gemm := func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
-					gemmIQSUnpacked(unpacks[typ], vnni, n/iqQK, w, wStride, rows, a, aStride, cols, out, outStride)
+					gemmIQSUnpacked(unpackedTypes[typ], vnni, n/iqQK, w, wStride, rows, a, aStride, cols, out, outStride)
 				}
 				for i, s := range [][2]int{{2, 1}, {4, 5}, {4, 6}, {8, 7}, {6, 9}, {12, 33}, {10, 64}, {2, 17}} {
 					tc := newGemmIQTile(typ, rng, 1+i%5, s[0], s[1], valid, fullRange)
 					name := fmt.Sprintf("rows=%d cols=%d", s[0], s[1])
-					if typ == ggml.Q3_K {
-						checkGemmQ3K(t, gemm, name, tc)
-					} else {
-						checkGemmIQ(t, typ, gemm, name, tc)
-					}
+					checkGemmBounded(t, typ, gemm, name, tc)
 				}
 			})
 		}
@@ -281,7 +281,7 @@ func TestGemmQ3KPrompt(t *testing.T) {
 			tc := newGemmIQTile(typ, rng, nb, s[0], s[1], valid, act.f)
 			name := fmt.Sprintf("%s rows=%d cols=%d", act.name, s[0], s[1])
 			if s[1] > InvariantCols {
-				checkGemmQ3K(t, k.Gemm, name, tc)
+				checkGemmBounded(t, typ, k.Gemm, name, tc)
 			} else {
 				checkGemmIQSExact(t, typ, name, tc)
 			}
@@ -289,18 +289,20 @@ func TestGemmQ3KPrompt(t *testing.T) {
 	}
 }
 
-// checkGemmQ3K is checkGemmIQ for Q3_K, whose fp16 d is at the end of the
-// block: the bound is gemmIQBound of Σ|w·a| with w the dequantized block.
-func checkGemmQ3K(t *testing.T, gemm func(int, []byte, int, int, []byte, int, int, []float32, int), name string, tc gemmIQTile) {
+// checkGemmBounded is checkGemmIQ for any super-block type (Q3_K's and
+// IQ1_M's d are not a leading fp16): the bound is gemmIQBound of Σ|w·a|
+// with w the dequantized block; an output equal to GoDot's (NaN and Inf
+// included, from a d of random bytes) passes.
+func checkGemmBounded(t *testing.T, typ ggml.Type, gemm func(int, []byte, int, int, []byte, int, int, []float32, int), name string, tc gemmIQTile) {
 	t.Helper()
-	k := mustKernel(t, ggml.Q3_K)
+	k := mustKernel(t, typ)
 	out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows)
 	gemm(tc.n, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, out, tc.outStride)
 	v := make([]float32, tc.n)
 	bad := 0
 	for r := 0; r < tc.rows; r++ {
 		row := tc.w[r*tc.wStride:]
-		k.Dequantize(row[:tc.n/iqQK*ggml.Q3_K.TypeSize()], v)
+		k.Dequantize(row[:tc.n/iqQK*typ.TypeSize()], v)
 		for c := 0; c < tc.cols; c++ {
 			act := tc.a[c*tc.aStride:]
 			var mag float64
@@ -312,7 +314,7 @@ func checkGemmQ3K(t *testing.T, gemm func(int, []byte, int, int, []byte, int, in
 			}
 			want := k.GoDot(tc.n, row, act)
 			got := out[c*tc.outStride+r]
-			if d := math.Abs(float64(got) - float64(want)); !(d <= gemmIQBound*mag+1e-37) {
+			if d := math.Abs(float64(got) - float64(want)); !(d <= gemmIQBound*mag+1e-37) && !sameFloat32(got, want) {
 				if bad++; bad <= 5 {
 					t.Errorf("%s: out[c=%d r=%d] = %g, GoDot %g (diff %g > tol %g)", name, c, r, got, want, d, gemmIQBound*mag)
 				}

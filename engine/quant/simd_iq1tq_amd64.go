@@ -21,8 +21,8 @@ func init() {
 	simdDots[ggml.TQ2_0] = simdKernel{name: "avx2", dot: dotTQ2AVX2}
 	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, nil, tq1Gemm4AVX2, nil, 4, 1, nil)}
 	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, nil, tq2Gemm4AVX2, nil, 4, 1, nil)}
-	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, nil, iq1sGemm2AVX2, nil, 2, 1, nil)}
-	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, nil, iq1mGemm2AVX2, nil, 2, 1, nil)}
+	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, nil, iq1sGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1SUnpack))}
+	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, nil, iq1mGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1MUnpack))}
 }
 
 // Gemm tiles (see gemmIQS): one weight row against 4 (TQ) or 2 (IQ1: two
@@ -86,3 +86,13 @@ func dotTQ2AVX2(n int, w, a []byte) float32 {
 	}
 	return tq2DotAVX2(&w[0], &a[0], nb)
 }
+
+// gemmIQ1SUnpack and gemmIQ1MUnpack expand nb > 0 IQ1_S or IQ1_M blocks
+// at x into the unpacked records of gemmIQSUnpacked at buf (weights
+// 8g ± 1, the float d/8), for prompts.
+//
+//go:noescape
+func gemmIQ1SUnpack(x *byte, nb int, buf *byte)
+
+//go:noescape
+func gemmIQ1MUnpack(x *byte, nb int, buf *byte)

@@ -846,3 +846,147 @@ iq1mG2Block:
 	MOVSS  X1, (R11)(R12*4)
 	VZEROUPPER
 	RET
+
+// Unpacked records of IQ1_S and IQ1_M for prompts (gemmIQSUnpacked; the
+// layout is gemmiqgen's narrow record: 256 signed weight bytes, an int16
+// scale vector per group of 32, a float32 at 512). A value is
+// d*s*(g ± 1/8) with g in -1..1 the grid and s = 2k+1 the scale, so the
+// weight byte is 8g ± 1 (-9..9) and the float d/8: the integer sums with
+// the activations are exact, the float steps those of the unpacked
+// kernels, not the dot's (which sums the grid and the ±1/8 parts apart).
+
+// IQ1_UNPACK_W stores Y9 (grid bytes -1..1) times 8 plus Y10 (bytes ±1)
+// as group ib's weight bytes at DI.
+#define IQ1_UNPACK_W(ib) \
+	VPADDB  Y9, Y9, Y9                   \
+	VPADDB  Y9, Y9, Y9                   \
+	VPADDB  Y9, Y9, Y9                   \
+	VPADDB  Y10, Y9, Y9                  \
+	VMOVDQU Y9, (32*(ib))(DI)
+
+// IQ1S_UNPACK: group ib of an IQ1_S block: the qh word's bit 15 gives the
+// ±1/8 of all 32 values, bits 12-14 the scale.
+#define IQ1S_UNPACK(ib) \
+	MOVWLZX (34+2*(ib))(SI), BX          \
+	IQ1_GRID(2+4*(ib), 3)                \
+	MOVL    BX, AX                       \
+	SHLL    $16, AX                      \
+	SARL    $31, AX                      \
+	ORL     $1, AX                       \
+	VMOVD   AX, X10                      \
+	VPBROADCASTB X10, Y10                \
+	IQ1_UNPACK_W(ib)                     \
+	MOVL    BX, AX                       \
+	SHRL    $12, AX                      \
+	ANDL    $7, AX                       \
+	LEAL    1(AX)(AX*1), AX              \
+	VMOVD   AX, X10                      \
+	VPBROADCASTW X10, Y10                \
+	VMOVDQU Y10, (256+32*(ib))(DI)
+
+// func gemmIQ1SUnpack(x *byte, nb int, buf *byte)
+TEXT ·gemmIQ1SUnpack(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ buf+16(FP), DI
+	LEAQ ·iq1sGrid(SB), R8
+
+iq1sUnpackBlock:
+	IQ1S_UNPACK(0)
+	IQ1S_UNPACK(1)
+	IQ1S_UNPACK(2)
+	IQ1S_UNPACK(3)
+	IQ1S_UNPACK(4)
+	IQ1S_UNPACK(5)
+	IQ1S_UNPACK(6)
+	IQ1S_UNPACK(7)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	MOVL    $0x3e000000, AX // 0.125
+	VMOVD   AX, X3
+	VMULSS  X3, X1, X1
+	VMOVSS  X1, 512(DI)
+	ADDQ $50, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ  iq1sUnpackBlock
+	VZEROUPPER
+	RET
+
+// IQ1M_UNPACK: group ib of an IQ1_M block: ±1/8 per 8 values from bits
+// 3, 7, 11, 15 of its qh word (IQ1M_SHIFT), scales per 16 values.
+#define IQ1M_UNPACK(ib) \
+	MOVWLZX (32+2*(ib))(SI), BX          \
+	IQ1_GRID(4*(ib), 4)                  \
+	IQ1M_SHIFT(3)                        \
+	VMOVQ   R11, X10                     \
+	IQ1M_SHIFT(7)                        \
+	VPINSRQ $1, R11, X10, X10            \
+	IQ1M_SHIFT(11)                       \
+	VMOVQ   R11, X11                     \
+	IQ1M_SHIFT(15)                       \
+	VPINSRQ $1, R11, X11, X11            \
+	VINSERTI128 $1, X11, Y10, Y10        \
+	IQ1_UNPACK_W(ib)                     \
+	MOVWLZX (48+2*((ib)/2))(SI), AX      \
+	SHRL    $(6*((ib)%2)), AX            \
+	MOVL    AX, DX                       \
+	ANDL    $7, AX                       \
+	LEAL    1(AX)(AX*1), AX              \
+	VMOVD   AX, X10                      \
+	VPBROADCASTW X10, X10                \
+	SHRL    $3, DX                       \
+	ANDL    $7, DX                       \
+	LEAL    1(DX)(DX*1), DX              \
+	VMOVD   DX, X11                      \
+	VPBROADCASTW X11, X11                \
+	VINSERTI128 $1, X11, Y10, Y10        \
+	VMOVDQU Y10, (256+32*(ib))(DI)
+
+// func gemmIQ1MUnpack(x *byte, nb int, buf *byte)
+TEXT ·gemmIQ1MUnpack(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ buf+16(FP), DI
+	LEAQ ·iq1sGrid(SB), R8
+	MOVQ $0x0101010101010101, R12
+
+iq1mUnpackBlock:
+	IQ1M_UNPACK(0)
+	IQ1M_UNPACK(1)
+	IQ1M_UNPACK(2)
+	IQ1M_UNPACK(3)
+	IQ1M_UNPACK(4)
+	IQ1M_UNPACK(5)
+	IQ1M_UNPACK(6)
+	IQ1M_UNPACK(7)
+	// d: the top nibbles of the four scale words at 48(SI), as the dot.
+	MOVQ    48(SI), R13
+	MOVQ    R13, AX
+	SHRQ    $12, AX
+	ANDL    $0xf, AX
+	MOVQ    R13, DX
+	SHRQ    $24, DX
+	ANDL    $0xf0, DX
+	ORL     DX, AX
+	MOVQ    R13, DX
+	SHRQ    $36, DX
+	ANDL    $0xf00, DX
+	ORL     DX, AX
+	MOVQ    R13, DX
+	SHRQ    $48, DX
+	ANDL    $0xf000, DX
+	ORL     DX, AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	MOVL    $0x3e000000, AX // 0.125
+	VMOVD   AX, X3
+	VMULSS  X3, X1, X1
+	VMOVSS  X1, 512(DI)
+	ADDQ $56, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ  iq1mUnpackBlock
+	VZEROUPPER
+	RET
