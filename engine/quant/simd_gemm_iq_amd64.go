@@ -135,6 +135,30 @@ func gemmIQ(bs int, ks iqGemmKernels, vnni bool) func(n int, w []byte, wStride, 
 	}
 }
 
+// q8KNoMin reports whether the nb Q8_K blocks at the start of a are free
+// of the quant -128 (see q8KHasMin).
+func q8KNoMin(a []byte, nb int) bool { return !q8KHasMin(a, nb) }
+
+// q8KSumsMatch reports whether the block sums of the nb Q8_K blocks at the
+// start of a are the sums of their quants, as QuantizeQ8K writes them
+// (kernels that take Σ quants from them need it; any bytes may reach a
+// Gemm).
+func q8KSumsMatch(a []byte, nb int) bool {
+	for b := 0; b < nb; b++ {
+		blk := a[b*iqQ8KSize : (b+1)*iqQ8KSize]
+		for j := 0; j < iqQK/16; j++ {
+			var s int32
+			for _, q := range blk[4+16*j : 4+16*j+16] {
+				s += int32(int8(q))
+			}
+			if s != q8KBsum16(blk, j) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // q8KHasMin reports whether the nb Q8_K blocks at the start of a hold
 // the quant -128, which QuantizeQ8K never writes (its scale maps the
 // largest magnitude to ±127) but which the C1S kernels cannot take.

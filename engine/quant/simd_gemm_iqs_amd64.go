@@ -33,14 +33,14 @@ func init() {
 		dot3S, dot2S = iq3sDotAVX512S, iq2sDotAVX512S
 		name += "+avx512"
 	}
-	simdGemms[ggml.IQ3_S] = simdGemm{name: name, gemm: gemmIQS(iq3SSize, iq3sDotAVX2, dot3S, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, withFMA(gemmIQ3SUnpack))}
-	simdGemms[ggml.IQ2_S] = simdGemm{name: name, gemm: gemmIQS(iq2SSize, iq2sDotAVX2, dot2S, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, withFMA(gemmIQ2SUnpack))}
+	simdGemms[ggml.IQ3_S] = simdGemm{name: name, gemm: gemmIQS(iq3SSize, iq3sDotAVX2, dot3S, q8KNoMin, iq3sGemm4AVX2, iq3sGemm4AVX2S, 4, 1, withFMA(gemmIQ3SUnpack))}
+	simdGemms[ggml.IQ2_S] = simdGemm{name: name, gemm: gemmIQS(iq2SSize, iq2sDotAVX2, dot2S, q8KNoMin, iq2sGemm4AVX2, iq2sGemm4AVX2S, 4, 0.125, withFMA(gemmIQ2SUnpack))}
 	// Q3_K (the IQ3 and Q3_K mixtures' attention and some FFN tensors) has
 	// no tile: a prompt was a loop over its dot, 28 % of the 4-layer
 	// IQ3_XXS mixture's 512-token prefill. Its values are signed bytes with
 	// a scale per 16, which the unpacked records hold as they are.
 	if cpu.X86.HasFMA {
-		simdGemms[ggml.Q3_K] = simdGemm{name: name, gemm: gemmIQS(q3KBlockSize, dotQ3KQ8KAVX2, nil, nil, nil, 0, 1, gemmQ3KUnpack)}
+		simdGemms[ggml.Q3_K] = simdGemm{name: name, gemm: gemmIQS(q3KBlockSize, dotQ3KQ8KAVX2, nil, nil, nil, nil, 0, 1, gemmQ3KUnpack)}
 	}
 }
 
@@ -90,12 +90,13 @@ func iq2sGemm4AVX2S(w, a *byte, astride, nb int, out *float32, ostride int)
 
 // gemmIQS returns a Kernel.Gemm for a type of block size bs whose dot is
 // post * dot(w, a, nb): columns in groups of width through g4 (if not nil),
-// the rest through dot; dotS and g4S (the same bits, faster; nil if the type has
-// none) take their place for activation rows without the quant -128.
+// the rest through dot; dotS and g4S (the same bits, faster; nil if the
+// type has none) take their place for activation rows for which sOK
+// holds (rows as QuantizeQ8K writes them: q8KNoMin, q8KSumsMatch).
 // With unpack (nil if the type has none) and more than InvariantCols
 // activation rows (a prompt), rows go in pairs through unpacked records
 // instead (see gemmIQSUnpacked).
-func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm4Fn, width int, post float32, unpack func(x *byte, nb int, buf *byte)) func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, sOK func(a []byte, nb int) bool, g4, g4S iqsGemm4Fn, width int, post float32, unpack func(x *byte, nb int, buf *byte)) func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 	var gemm func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
 	gemm = func(n int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
 		if rows <= 0 || cols <= 0 {
@@ -133,7 +134,7 @@ func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm
 			if g4S != nil {
 				g = g4S
 				for j := c; j < c+width; j++ {
-					if q8KHasMin(a[j*aStride:], nb) {
+					if !sOK(a[j*aStride:], nb) {
 						g = g4
 						break
 					}
@@ -151,7 +152,7 @@ func gemmIQS(bs int, dot, dotS func(w, a *byte, nb int) float32, g4, g4S iqsGemm
 		}
 		for ; c < cols; c++ {
 			d := dot
-			if dotS != nil && !q8KHasMin(a[c*aStride:], nb) {
+			if dotS != nil && sOK(a[c*aStride:], nb) {
 				d = dotS
 			}
 			for r := 0; r < rows; r++ {

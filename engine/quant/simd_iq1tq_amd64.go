@@ -19,10 +19,10 @@ func init() {
 	simdDots[ggml.IQ1_M] = simdKernel{name: "avx2", dot: dotIQ1MAVX2}
 	simdDots[ggml.TQ1_0] = simdKernel{name: "avx2", dot: dotTQ1AVX2}
 	simdDots[ggml.TQ2_0] = simdKernel{name: "avx2", dot: dotTQ2AVX2}
-	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, nil, tq1Gemm4AVX2, nil, 4, 1, nil)}
-	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, nil, tq2Gemm4AVX2, nil, 4, 1, nil)}
-	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, nil, iq1sGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1SUnpack))}
-	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, nil, iq1mGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1MUnpack))}
+	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, nil, nil, tq1Gemm4AVX2, nil, 4, 1, nil)}
+	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, nil, nil, tq2Gemm4AVX2, nil, 4, 1, nil)}
+	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, iq1sDotAVX2V, q8KSumsMatch, iq1sGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1SUnpack))}
+	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, iq1mDotAVX2V, q8KSumsMatch, iq1mGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1MUnpack))}
 }
 
 // Gemm tiles (see gemmIQS): one weight row against 4 (TQ) or 2 (IQ1: two
@@ -96,3 +96,20 @@ func gemmIQ1SUnpack(x *byte, nb int, buf *byte)
 
 //go:noescape
 func gemmIQ1MUnpack(x *byte, nb int, buf *byte)
+
+//go:noescape
+func iq1sDotAVX2V(w, a *byte, nb int) float32
+
+//go:noescape
+func iq1mDotAVX2V(w, a *byte, nb int) float32
+
+// iq1sGridU is iq1sGrid with 1 added to every byte (-1, 0, 1 -> 0, 1, 2):
+// unsigned operands for VPMADDUBSW (see iq1sDotAVX2V).
+var iq1sGridU = func() (t [len(iq1sGrid)]uint64) {
+	for i, g := range iq1sGrid {
+		for b := 0; b < 64; b += 8 {
+			t[i] |= uint64(uint8(g>>b)+1) << b
+		}
+	}
+	return t
+}()

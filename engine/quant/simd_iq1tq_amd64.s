@@ -990,3 +990,292 @@ iq1mUnpackBlock:
 	JNZ  iq1mUnpackBlock
 	VZEROUPPER
 	RET
+
+// The IQ1 dots, second form (iq1sDotAVX2V, iq1mDotAVX2V): the same
+// integer sums and float steps, fewer instructions per group of 32.
+//  - The grid comes from iq1sGridU (each byte + 1: 0, 1, 2), so the
+//    product is maddubs(grid+1, q8) with no sign moves; the extra
+//    Σ s*q8 per scale s is subtracted once per block from the Q8_K block
+//    sums (Σ over the same 16 values), which the shift part needs anyway.
+//  - The grid indices of two groups are built in vector lanes (VPSRLVD
+//    of the qh words) and read two at a time from general registers.
+//  - The scales, signs and block sums of the shift part are vectors per
+//    block instead of scalar work per group.
+
+DATA iq1Cnt3<>+0x00(SB)/8, $0x0000000300000000
+DATA iq1Cnt3<>+0x08(SB)/8, $0x0000000900000006
+DATA iq1Cnt3<>+0x10(SB)/8, $0x0000001300000010
+DATA iq1Cnt3<>+0x18(SB)/8, $0x0000001900000016
+GLOBL iq1Cnt3<>(SB), RODATA|NOPTR, $32
+
+DATA iq1D7<>+0x00(SB)/4, $7
+GLOBL iq1D7<>(SB), RODATA|NOPTR, $4
+DATA iq1D1<>+0x00(SB)/4, $1
+GLOBL iq1D1<>(SB), RODATA|NOPTR, $4
+DATA iq1W1<>+0x00(SB)/4, $0x00010001
+GLOBL iq1W1<>(SB), RODATA|NOPTR, $4
+
+// IQ1_IDX8 sets the dwords of Y4 to the grid indices of groups g and g+1
+// (qs bytes at qsoff(SI), the 16 bits of the qh word pair at qhoff(SI)
+// shifted by the counts in Y14, masked by Y13 = 7) and moves them to AX,
+// BX (group g) and DX, R9 (group g+1), two per register.
+#define IQ1_IDX8(qsoff, qhoff) \
+	VPMOVZXBD    qsoff(SI), Y4           \
+	VPBROADCASTD qhoff(SI), Y5           \
+	VPSRLVD      Y14, Y5, Y5             \
+	VPAND        Y13, Y5, Y5             \
+	VPSLLD       $8, Y5, Y5              \
+	VPOR         Y5, Y4, Y4              \
+	VMOVQ        X4, AX                  \
+	VPEXTRQ      $1, X4, BX              \
+	VEXTRACTI128 $1, Y4, X4              \
+	VMOVQ        X4, DX                  \
+	VPEXTRQ      $1, X4, R9
+
+// IQ1_GRIDU loads the four iq1sGridU entries whose indices are the
+// dwords of lo and hi into Y9 (X10 scratch).
+#define IQ1_GRIDU(lo, hi) \
+	MOVL    lo, R10                      \
+	VMOVQ   (R8)(R10*8), X9              \
+	SHRQ    $32, lo                      \
+	VPINSRQ $1, (R8)(lo*8), X9, X9       \
+	MOVL    hi, R10                      \
+	VMOVQ   (R8)(R10*8), X10             \
+	SHRQ    $32, hi                      \
+	VPINSRQ $1, (R8)(hi*8), X10, X10     \
+	VINSERTI128 $1, X10, Y9, Y9
+
+// IQ1S_GROUPU: group ib's grid part into Y8: maddubs(grid+1, q8) times
+// its scale, the dword at 4*ib(SP) (two int16 copies).
+#define IQ1S_GROUPU(ib, lo, hi) \
+	IQ1_GRIDU(lo, hi)                    \
+	VPMADDUBSW (32*(ib))(R11), Y9, Y9    \
+	VPBROADCASTD (4*(ib))(SP), Y10       \
+	VPMADDWD Y10, Y9, Y9                 \
+	VPADDD   Y9, Y8, Y8
+
+// func iq1sDotAVX2V(w, a *byte, nb int) float32
+TEXT ·iq1sDotAVX2V(SB), NOSPLIT, $32-28
+	MOVQ    w+0(FP), SI
+	MOVQ    a+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	LEAQ    ·iq1sGridU(SB), R8
+	VMOVDQU iq1Cnt3<>(SB), Y14
+	VPBROADCASTD iq1D7<>(SB), Y13
+	VPBROADCASTD iq1D1<>(SB), Y12
+	VPBROADCASTD iq1W1<>(SB), Y15
+	VXORPS  X0, X0, X0
+	VXORPS  X2, X2, X2
+
+iq1sVBlock:
+	LEAQ    4(DI), R11
+	// Per group g (dword lanes): s = 2*((qh>>12)&7)+1, t = s*(bsums
+	// 2g + 2g+1). Y8 starts at -Σt (the grid's +1), Y11 is the shift
+	// part ±t (minus where qh bit 15 is set).
+	VPMOVZXWD 34(SI), Y4
+	VPSRLD  $12, Y4, Y5
+	VPAND   Y13, Y5, Y5
+	VPADDD  Y5, Y5, Y5
+	VPADDD  Y12, Y5, Y5
+	VPMADDWD 260(DI), Y15, Y6
+	VPMULLD Y5, Y6, Y6
+	VPXOR   Y8, Y8, Y8
+	VPSUBD  Y6, Y8, Y8
+	VPSLLD  $16, Y4, Y7
+	VPSRAD  $31, Y7, Y7
+	VPXOR   Y7, Y6, Y11
+	VPSUBD  Y7, Y11, Y11
+	VPSLLD  $16, Y5, Y6
+	VPOR    Y6, Y5, Y5
+	VMOVDQU Y5, 0(SP)
+	IQ1_IDX8(2, 34)
+	IQ1S_GROUPU(0, AX, BX)
+	IQ1S_GROUPU(1, DX, R9)
+	IQ1_IDX8(10, 38)
+	IQ1S_GROUPU(2, AX, BX)
+	IQ1S_GROUPU(3, DX, R9)
+	IQ1_IDX8(18, 42)
+	IQ1S_GROUPU(4, AX, BX)
+	IQ1S_GROUPU(5, DX, R9)
+	IQ1_IDX8(26, 46)
+	IQ1S_GROUPU(6, AX, BX)
+	IQ1S_GROUPU(7, DX, R9)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DI), X1, X1
+	HSUM8
+	IQ1_FLOAT(X8, X0)
+	VMOVDQA Y11, Y8
+	HSUM8
+	IQ1_FLOAT(X8, X2)
+
+	ADDQ $50, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq1sVBlock
+
+	MOVL   $0x3e000000, AX // 0.125
+	VMOVD  AX, X3
+	VMULSS X3, X2, X2
+	VADDSS X2, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// IQ1_M constants: grid index shifts (qh bits 0-2, 4-6, 8-10, 12-14 of a
+// group's word, the next group's 16 bits up), shift-sign bit positions (3,
+// 7, 11, 15 likewise), scale-word shuffles and shifts, and the shuffles
+// that spread one dword per 8 values (sign bytes) and one word per half
+// group (scales).
+DATA iq1mCntIdx<>+0x00(SB)/8, $0x0000000400000000
+DATA iq1mCntIdx<>+0x08(SB)/8, $0x0000000c00000008
+DATA iq1mCntIdx<>+0x10(SB)/8, $0x0000001400000010
+DATA iq1mCntIdx<>+0x18(SB)/8, $0x0000001c00000018
+GLOBL iq1mCntIdx<>(SB), RODATA|NOPTR, $32
+DATA iq1mCntSgn<>+0x00(SB)/8, $0x0000000700000003
+DATA iq1mCntSgn<>+0x08(SB)/8, $0x0000000f0000000b
+DATA iq1mCntSgn<>+0x10(SB)/8, $0x0000001700000013
+DATA iq1mCntSgn<>+0x18(SB)/8, $0x0000001f0000001b
+GLOBL iq1mCntSgn<>(SB), RODATA|NOPTR, $32
+// Scale words w0..w3 (a qword broadcast): A = w0 x4 | w1 x4, B = w2 x4 |
+// w3 x4 as dwords; shifts 0, 3, 6, 9 per dword.
+DATA iq1mScA<>+0x00(SB)/8, $0xffff0100ffff0100
+DATA iq1mScA<>+0x08(SB)/8, $0xffff0100ffff0100
+DATA iq1mScA<>+0x10(SB)/8, $0xffff0302ffff0302
+DATA iq1mScA<>+0x18(SB)/8, $0xffff0302ffff0302
+GLOBL iq1mScA<>(SB), RODATA|NOPTR, $32
+DATA iq1mScB<>+0x00(SB)/8, $0xffff0504ffff0504
+DATA iq1mScB<>+0x08(SB)/8, $0xffff0504ffff0504
+DATA iq1mScB<>+0x10(SB)/8, $0xffff0706ffff0706
+DATA iq1mScB<>+0x18(SB)/8, $0xffff0706ffff0706
+GLOBL iq1mScB<>(SB), RODATA|NOPTR, $32
+DATA iq1mScCnt<>+0x00(SB)/8, $0x0000000300000000
+DATA iq1mScCnt<>+0x08(SB)/8, $0x0000000900000006
+DATA iq1mScCnt<>+0x10(SB)/8, $0x0000000300000000
+DATA iq1mScCnt<>+0x18(SB)/8, $0x0000000900000006
+GLOBL iq1mScCnt<>(SB), RODATA|NOPTR, $32
+// Sign bytes: in each lane, bytes 0-7 from byte 0 (low lane: dword 0,
+// high lane: dword 2 after VPERMQ) and 8-15 from byte 4 (dwords 1, 3):
+// the lane's two dwords each spread over 8 values.
+DATA iq1mSgnShuf<>+0x00(SB)/8, $0x0000000000000000
+DATA iq1mSgnShuf<>+0x08(SB)/8, $0x0404040404040404
+DATA iq1mSgnShuf<>+0x10(SB)/8, $0x0808080808080808
+DATA iq1mSgnShuf<>+0x18(SB)/8, $0x0c0c0c0c0c0c0c0c
+GLOBL iq1mSgnShuf<>(SB), RODATA|NOPTR, $32
+// Scales: low lane the word at bytes 0-1 (the first 16 values), high lane
+// the word at bytes 2-3.
+DATA iq1mScShuf<>+0x00(SB)/8, $0x0100010001000100
+DATA iq1mScShuf<>+0x08(SB)/8, $0x0100010001000100
+DATA iq1mScShuf<>+0x10(SB)/8, $0x0302030203020302
+DATA iq1mScShuf<>+0x18(SB)/8, $0x0302030203020302
+GLOBL iq1mScShuf<>(SB), RODATA|NOPTR, $32
+
+// IQ1M_SIGNU sets Y5 to group ib's shift bytes plus one (2 where the
+// shift is +1/8, 0 where -1/8), from the 0/1 dwords of Y6 (lane sel of
+// VPERMQ: $0x44 for the first group of a pair, $0xee for the second).
+#define IQ1M_SIGNU(sel) \
+	VPERMQ  $(sel), Y6, Y5               \
+	VPSHUFB iq1mSgnShuf<>(SB), Y5, Y5
+
+// IQ1M_GROUPU: group ib's grid part into Y8 and shift part into Y7, each
+// maddubs(x+1, q8) times the half groups' scales (words 2ib, 2ib+1 at SP).
+#define IQ1M_GROUPU(ib, lo, hi, sel) \
+	IQ1_GRIDU(lo, hi)                    \
+	IQ1M_SIGNU(sel)                      \
+	VPBROADCASTD (4*(ib))(SP), Y10       \
+	VPSHUFB Y15, Y10, Y10                \
+	VPMADDUBSW (32*(ib))(R11), Y9, Y9    \
+	VPMADDUBSW (32*(ib))(R11), Y5, Y5    \
+	VPMADDWD Y10, Y9, Y9                 \
+	VPMADDWD Y10, Y5, Y5                 \
+	VPADDD   Y9, Y8, Y8                  \
+	VPADDD   Y5, Y7, Y7
+
+// IQ1M_PAIR: groups ib and ib+1 (indices, shift signs, both groups).
+#define IQ1M_PAIR(ib) \
+	IQ1_IDX8(4*(ib), 32+2*(ib))          \
+	VPBROADCASTD (32+2*(ib))(SI), Y6     \
+	VPSRLVD Y12, Y6, Y6                  \
+	VPANDN  Y11, Y6, Y6                  \
+	VPADDD  Y6, Y6, Y6                   \
+	IQ1M_GROUPU(ib, AX, BX, 0x44)        \
+	IQ1M_GROUPU((ib)+1, DX, R9, 0xee)
+
+// func iq1mDotAVX2V(w, a *byte, nb int) float32
+TEXT ·iq1mDotAVX2V(SB), NOSPLIT, $32-28
+	MOVQ    w+0(FP), SI
+	MOVQ    a+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	LEAQ    ·iq1sGridU(SB), R8
+	VMOVDQU iq1mCntIdx<>(SB), Y14
+	VMOVDQU iq1mCntSgn<>(SB), Y12
+	VMOVDQU iq1mScShuf<>(SB), Y15
+	VPBROADCASTD iq1D7<>(SB), Y13
+	VPBROADCASTD iq1D1<>(SB), Y11
+	VXORPS  X0, X0, X0
+	VXORPS  X2, X2, X2
+
+iq1mVBlock:
+	LEAQ    4(DI), R11
+	// The 16 half-group scales 2s+1 as words at 0(SP); Y8 and Y7 start
+	// at -Σ s*bsum (the +1 of both maddubs operands).
+	VPBROADCASTQ 48(SI), Y4
+	VPSHUFB iq1mScA<>(SB), Y4, Y5
+	VPSHUFB iq1mScB<>(SB), Y4, Y4
+	VPSRLVD iq1mScCnt<>(SB), Y5, Y5
+	VPSRLVD iq1mScCnt<>(SB), Y4, Y4
+	VPAND   Y13, Y5, Y5
+	VPAND   Y13, Y4, Y4
+	VPADDD  Y5, Y5, Y5
+	VPADDD  Y4, Y4, Y4
+	VPADDD  Y11, Y5, Y5
+	VPADDD  Y11, Y4, Y4
+	VPACKUSDW Y4, Y5, Y5
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 0(SP)
+	VPMADDWD 260(DI), Y5, Y6
+	VPXOR   Y8, Y8, Y8
+	VPSUBD  Y6, Y8, Y8
+	VMOVDQA Y8, Y7
+	IQ1M_PAIR(0)
+	IQ1M_PAIR(2)
+	IQ1M_PAIR(4)
+	IQ1M_PAIR(6)
+	// d: the top nibbles of the four scale words at 48(SI).
+	MOVQ    48(SI), R13
+	MOVQ    R13, AX
+	SHRQ    $12, AX
+	ANDL    $0xf, AX
+	MOVQ    R13, DX
+	SHRQ    $24, DX
+	ANDL    $0xf0, DX
+	ORL     DX, AX
+	MOVQ    R13, DX
+	SHRQ    $36, DX
+	ANDL    $0xf00, DX
+	ORL     DX, AX
+	MOVQ    R13, DX
+	SHRQ    $48, DX
+	ANDL    $0xf000, DX
+	ORL     DX, AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DI), X1, X1
+	HSUM8
+	IQ1_FLOAT(X8, X0)
+	HSUM7
+	IQ1_FLOAT(X7, X2)
+
+	ADDQ $56, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq1mVBlock
+
+	MOVL   $0x3e000000, AX // 0.125
+	VMOVD  AX, X3
+	VMULSS X3, X2, X2
+	VADDSS X2, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
