@@ -30,6 +30,7 @@ func requireIQSGemm(t testing.TB) {
 var unpackedTypes = map[ggml.Type]func(x *byte, nb int, buf *byte){
 	ggml.IQ3_S: gemmIQ3SUnpack, ggml.IQ2_S: gemmIQ2SUnpack, ggml.Q3_K: gemmQ3KUnpack,
 	ggml.IQ1_S: gemmIQ1SUnpack, ggml.IQ1_M: gemmIQ1MUnpack,
+	ggml.TQ1_0: gemmTQ1Unpack, ggml.TQ2_0: gemmTQ2Unpack,
 }
 
 // checkGemmIQSExact runs Kernel.Gemm on tile and requires every output to
@@ -73,7 +74,7 @@ func checkGemmIQSExact(t *testing.T, typ ggml.Type, name string, tc gemmIQTile) 
 }
 
 // TestGemmIQSUnpackedPaths runs both instruction sets of the prompt path
-// of IQ3_S, IQ2_S, Q3_K, IQ1_S and IQ1_M (unpacked records: narrow AVX2 pairs, and
+// of IQ3_S, IQ2_S, Q3_K, IQ1_S, IQ1_M, TQ1_0 and TQ2_0 (unpacked records: narrow AVX2 pairs, and
 // widened AVX-512 VNNI quads where the CPU has VNNI) against GoDot within
 // gemmIQBound of Σ|w·a|, whichever the Kernel picked: row counts that
 // are and are not multiples of 4, column counts below and above the
@@ -86,7 +87,7 @@ func TestGemmIQSUnpackedPaths(t *testing.T) {
 	} else {
 		t.Log("no AVX-512 VNNI: the AVX2 path only")
 	}
-	for _, typ := range []ggml.Type{ggml.IQ3_S, ggml.IQ2_S, ggml.Q3_K, ggml.IQ1_S, ggml.IQ1_M} {
+	for _, typ := range []ggml.Type{ggml.IQ3_S, ggml.IQ2_S, ggml.Q3_K, ggml.IQ1_S, ggml.IQ1_M, ggml.TQ1_0, ggml.TQ2_0} {
 		for _, vnni := range paths {
 			t.Run(fmt.Sprintf("%s/vnni=%v", typ, vnni), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(typ), 7))

@@ -19,8 +19,8 @@ func init() {
 	simdDots[ggml.IQ1_M] = simdKernel{name: "avx2", dot: dotIQ1MAVX2}
 	simdDots[ggml.TQ1_0] = simdKernel{name: "avx2", dot: dotTQ1AVX2}
 	simdDots[ggml.TQ2_0] = simdKernel{name: "avx2", dot: dotTQ2AVX2}
-	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, nil, nil, tq1Gemm4AVX2, nil, 4, 1, nil)}
-	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, nil, nil, tq2Gemm4AVX2, nil, 4, 1, nil)}
+	simdGemms[ggml.TQ1_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq1Size, tq1DotAVX2, nil, nil, tq1Gemm4AVX2, nil, 4, 1, withFMA(gemmTQ1Unpack))}
+	simdGemms[ggml.TQ2_0] = simdGemm{name: "avx2", gemm: gemmIQS(tq2Size, tq2DotAVX2, nil, nil, tq2Gemm4AVX2, nil, 4, 1, withFMA(gemmTQ2Unpack))}
 	simdGemms[ggml.IQ1_S] = simdGemm{name: "avx2", gemm: gemmIQS(iq1SSize, iq1sDotAVX2, iq1sDotAVX2V, q8KSumsMatch, iq1sGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1SUnpack))}
 	simdGemms[ggml.IQ1_M] = simdGemm{name: "avx2", gemm: gemmIQS(iq1MSize, iq1mDotAVX2, iq1mDotAVX2V, q8KSumsMatch, iq1mGemm2AVX2, nil, 2, 1, withFMA(gemmIQ1MUnpack))}
 }
@@ -96,6 +96,15 @@ func gemmIQ1SUnpack(x *byte, nb int, buf *byte)
 
 //go:noescape
 func gemmIQ1MUnpack(x *byte, nb int, buf *byte)
+
+// gemmTQ1Unpack and gemmTQ2Unpack are the same for TQ1_0 and TQ2_0
+// (weights -1..1, scales 1, the float d).
+//
+//go:noescape
+func gemmTQ1Unpack(x *byte, nb int, buf *byte)
+
+//go:noescape
+func gemmTQ2Unpack(x *byte, nb int, buf *byte)
 
 //go:noescape
 func iq1sDotAVX2V(w, a *byte, nb int) float32

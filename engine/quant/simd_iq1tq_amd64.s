@@ -1279,3 +1279,126 @@ iq1mVBlock:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// Unpacked records (gemmIQSUnpacked) of TQ2_0 and TQ1_0 for prompts: the
+// values -1..1 as weight bytes, scale vectors of ones, the float d.
+
+// TQ2_U stores the values (src >> sh) & 3, minus 1, as group g at DI.
+#define TQ2_U(src, sh, g) \
+	VPSRLW  $(sh), src, Y9               \
+	VPAND   Y12, Y9, Y9                  \
+	VPSUBB  Y13, Y9, Y9                  \
+	VMOVDQU Y9, (32*(g))(DI)             \
+	VMOVDQU Y14, (256+32*(g))(DI)
+
+// func gemmTQ2Unpack(x *byte, nb int, buf *byte)
+TEXT ·gemmTQ2Unpack(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ buf+16(FP), DI
+	VMOVDQU tqM3<>(SB), Y12
+	VMOVDQU tqOnes8<>(SB), Y13
+	VMOVDQU tqOnes16<>(SB), Y14
+
+tq2UnpackBlock:
+	VMOVDQU (SI), Y4
+	VMOVDQU 32(SI), Y5
+	TQ2_U(Y4, 0, 0)
+	TQ2_U(Y4, 2, 1)
+	TQ2_U(Y4, 4, 2)
+	TQ2_U(Y4, 6, 3)
+	TQ2_U(Y5, 0, 4)
+	TQ2_U(Y5, 2, 5)
+	TQ2_U(Y5, 4, 6)
+	TQ2_U(Y5, 6, 7)
+	MOVWLZX 64(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMOVSS  X1, 512(DI)
+	ADDQ $66, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ  tq2UnpackBlock
+	VZEROUPPER
+	RET
+
+// TQ1_V sets dst to the trits of the 16 int16 bytes of src times mul,
+// minus 1, as int16 (TQ1_T's first steps).
+#define TQ1_V(src, mul, dst) \
+	VPMULLW   mul, src, dst   \
+	VPAND     Y12, dst, dst   \
+	VPMULLW   Y3, dst, dst    \
+	VPSRLW    $8, dst, dst    \
+	VPSUBW    Y14, dst, dst
+
+// TQ1_U stores the int16 values lo (16) and hi (16) as group g's weight
+// bytes at DI, with a scale vector of ones.
+#define TQ1_U(lo, hi, g) \
+	VPACKSSWB hi, lo, Y9                 \
+	VPERMQ  $0xd8, Y9, Y9                \
+	VMOVDQU Y9, (32*(g))(DI)             \
+	VMOVDQU Y14, (256+32*(g))(DI)
+
+// func gemmTQ1Unpack(x *byte, nb int, buf *byte)
+TEXT ·gemmTQ1Unpack(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ buf+16(FP), DI
+	VMOVDQU tqFF16<>(SB), Y12
+	VMOVDQU tqOnes16<>(SB), Y14
+	VMOVDQU tqQhPow<>(SB), Y7
+	MOVL    $3, AX
+	VMOVD   AX, X3
+	VPBROADCASTW X3, Y3
+	MOVL    $9, AX
+	VMOVD   AX, X4
+	VPBROADCASTW X4, Y4
+	MOVL    $27, AX
+	VMOVD   AX, X5
+	VPBROADCASTW X5, Y5
+	MOVL    $81, AX
+	VMOVD   AX, X6
+	VPBROADCASTW X6, Y6
+
+tq1UnpackBlock:
+	// qs[0..31]: trit n of byte m is value 32n+m (group n).
+	VPMOVZXBW (SI), Y2
+	VPMOVZXBW 16(SI), Y11
+	TQ1_V(Y2, Y14, Y10)
+	TQ1_V(Y11, Y14, Y13)
+	TQ1_U(Y10, Y13, 0)
+	TQ1_V(Y2, Y3, Y10)
+	TQ1_V(Y11, Y3, Y13)
+	TQ1_U(Y10, Y13, 1)
+	TQ1_V(Y2, Y4, Y10)
+	TQ1_V(Y11, Y4, Y13)
+	TQ1_U(Y10, Y13, 2)
+	TQ1_V(Y2, Y5, Y10)
+	TQ1_V(Y11, Y5, Y13)
+	TQ1_U(Y10, Y13, 3)
+	TQ1_V(Y2, Y6, Y10)
+	TQ1_V(Y11, Y6, Y13)
+	TQ1_U(Y10, Y13, 4)
+	// qs[32..47]: value 160+16n+m; qh[0..3] (4 times): value 240+4n+j.
+	VPMOVZXBW 32(SI), Y2
+	TQ1_V(Y2, Y14, Y10)
+	TQ1_V(Y2, Y3, Y13)
+	TQ1_U(Y10, Y13, 5)
+	TQ1_V(Y2, Y4, Y10)
+	TQ1_V(Y2, Y5, Y13)
+	TQ1_U(Y10, Y13, 6)
+	TQ1_V(Y2, Y6, Y10)
+	VPBROADCASTD 48(SI), X11
+	VPMOVZXBW X11, Y11
+	TQ1_V(Y11, Y7, Y13)
+	TQ1_U(Y10, Y13, 7)
+	MOVWLZX 52(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMOVSS  X1, 512(DI)
+	ADDQ $54, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ  tq1UnpackBlock
+	VZEROUPPER
+	RET
