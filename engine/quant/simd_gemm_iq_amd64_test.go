@@ -466,3 +466,63 @@ func TestGemmIQSignedActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmIQAVX512C1S checks that the AVX-512 decode kernels of IQ2_XS and
+// IQ2_XXS give the AVX2 C1S kernels' bits (the same integer lanes, the same
+// float steps), on the activations the Gemm gives them (no quant -128):
+// valid blocks with QuantizeQ8K rows, random bytes, edge fills, 1 to 17
+// blocks.
+func TestGemmIQAVX512C1S(t *testing.T) {
+	if !iqHasAVX512C1S() || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasF16C || !cpu.X86.HasBMI1 {
+		t.Skip("no AVX-512 F/BW/VL")
+	}
+	kernels := []struct {
+		typ        ggml.Type
+		avx2, z512 iqGemmFn
+	}{
+		{ggml.IQ2_XS, gemmIQ2XSAVX2C1S, gemmIQ2XSAVX512C1S},
+		{ggml.IQ2_XXS, gemmIQ2XXSAVX2C1S, gemmIQ2XXSAVX512C1S},
+	}
+	for _, k := range kernels {
+		t.Run(k.typ.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(k.typ), 512))
+			noMin := func(a []byte) []byte {
+				for i := range a {
+					if a[i] == 0x80 {
+						a[i] = 0x81
+					}
+				}
+				return a
+			}
+			type tcase struct {
+				name string
+				w, a []byte
+			}
+			var cases []tcase
+			for nb := 1; nb <= 17; nb++ {
+				a := make([]byte, nb*iqQ8KSize)
+				QuantizeQ8K(randomFloats(rng, nb*iqQK, 1), a)
+				cases = append(cases,
+					tcase{fmt.Sprintf("valid nb=%d", nb), randomRow(t, k.typ, nb*iqQK, rng, 1), a},
+					tcase{fmt.Sprintf("random bytes nb=%d", nb), randomIQBytes(k.typ, rng, nb), noMin(randomQ8K(rng, nb))})
+			}
+			for _, fill := range []byte{0x00, 0xff, 0x55, 0xaa, 0x80, 0x7f} {
+				for _, q := range []int8{127, -127, 0, -1} {
+					cases = append(cases, tcase{fmt.Sprintf("fill %#02x q %d", fill, q), fillIQ(k.typ, 2, fill, 0x3c00), constQ8K(2, q, 1e-3)})
+				}
+			}
+			bad := 0
+			for _, c := range cases {
+				nb := len(c.a) / iqQ8KSize
+				var want, got float32
+				k.avx2(&c.w[0], &c.a[0], 0, nb, &want, 1)
+				k.z512(&c.w[0], &c.a[0], 0, nb, &got, 1)
+				if !sameFloat32(got, want) {
+					if bad++; bad <= 5 {
+						t.Errorf("%s: AVX-512 %g, AVX2 %g", c.name, got, want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -152,6 +152,14 @@ type typ struct {
 	// group leaves group k's signed weight bytes in Y8 and its int16
 	// scales (one per 16-bit lane pair, as VPMADDWD wants) in Y9.
 	group func(g *gen, k int)
+	// For the unsigned-grid types: grid leaves group k's grid bytes in
+	// Y8 (group's first step). For the AVX-512 C1S kernel (kernel512;
+	// nil: none), signMask sets K1 to the 64 sign bits of groups k and
+	// k+1 (k even) after block, and scales512 sets Z9 to their int16
+	// scales.
+	grid      func(g *gen, k int)
+	signMask  func(g *gen, k int)
+	scales512 func(g *gen, k int)
 }
 
 func generate() []byte {
@@ -174,6 +182,11 @@ func generate() []byte {
 			g.signAct = true
 			g.kernel(t, 1)
 			g.signAct = false
+			// IQ3_XXS's (8 grid loads per group) was no faster on Zen
+			// 5 (6.1-7.3 vs 7.0-7.2 GB/s, noise), so it has none.
+			if t.signMask != nil {
+				g.kernel512(t)
+			}
 		}
 		g.unpack(t)
 		g.pairs(t, false, 2)
@@ -294,6 +307,69 @@ func (g *gen) kernel(t typ, cols int) {
 	g.epilogue(cols, t.factor)
 }
 
+// kernel512 writes gemm<name>AVX512C1S: gemm<name>AVX2C1S (one weight
+// row, one activation row without the quant -128) with AVX-512 F/BW/VL, two
+// groups per 512-bit register. The signs are a mask register (the pair's
+// 64 sign bits, KMOVQ) that negates the activations in one masked VPSUBB,
+// instead of a shuffle, an AND, an add and a VPSIGNB per group; the grid
+// lookups are the AVX2 kernel's. The int32 lane i of the two groups' sums
+// is folded into lane i of the AVX2 kernel's accumulator (the same
+// integers), and the float steps are the same: the same bits as C1S.
+func (g *gen) kernel512(t typ) {
+	name := fmt.Sprintf("gemm%sAVX512C1S", t.name)
+	g.p("// func %s(x, y *byte, ystride, nb int, out *float32, ostride int)", name)
+	g.p("//")
+	g.p("// One %s weight row x 1 activation column (AVX-512).", t.doc)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	g.p("\tMOVQ x+0(FP), SI")
+	g.p("\tMOVQ y+8(FP), DI")
+	g.p("\tMOVQ ystride+16(FP), R12")
+	g.p("\tMOVQ nb+24(FP), CX")
+	g.p("\tLEAQ (R12)(R12*2), R13")
+	g.p("\tVXORPS %s, %s, %s", facc(0), facc(0), facc(0))
+	g.p("\tVPXORD Z17, Z17, Z17")
+	t.setup(g)
+	g.regs = map[string]string{}
+	loop := name + "Block"
+	g.p("")
+	g.p("%s:", loop)
+	g.p("\tVPXORD Z4, Z4, Z4")
+	t.block(g)
+	if t.name == "IQ2XS" {
+		g.p("\tVINSERTI64X4 $1, Y12, Z12, Z12")
+	}
+	for k := 0; k < 8; k += 2 {
+		t.grid(g, k)
+		g.p("\tVMOVDQA64 Y8, Y16")
+		t.grid(g, k+1)
+		g.p("\tVINSERTI64X4 $1, Y8, Z16, Z8")
+		t.signMask(g, k)
+		t.scales512(g, k)
+		g.p("\tVMOVDQU8 %s, Z11", col(q8KQs+32*k, 0))
+		g.p("\tVPSUBB Z11, Z17, K1, Z11")
+		g.p("\tVPMADDUBSW Z11, Z8, Z11")
+		g.p("\tVPMADDWD Z9, Z11, Z11")
+		g.p("\tVPADDD Z11, Z4, Z4")
+	}
+	g.p("\tVEXTRACTI64X4 $1, Z4, Y11")
+	g.p("\tVPADDD Y11, %s, %s", iacc(0), iacc(0))
+	// Block end: acc += (d_w * d_a) * float(isum), as kernel.
+	g.p("\tMOVWLZX (SI), AX")
+	g.p("\tVMOVD AX, X8")
+	g.p("\tVCVTPH2PS X8, X8")
+	g.p("\tVBROADCASTSS X8, Y8")
+	g.p("\tVBROADCASTSS %s, Y10", col(0, 0))
+	g.p("\tVMULPS Y8, Y10, Y10")
+	g.p("\tVCVTDQ2PS %s, Y11", iacc(0))
+	g.p("\tVFMADD231PS Y11, Y10, %s", facc(0))
+	g.p("\tADDQ $%d, SI", t.size)
+	g.p("\tADDQ $%d, DI", q8KSize)
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s", loop)
+	g.p("")
+	g.epilogue(1, t.factor)
+}
+
 // epilogue stores factor times the sum of the lanes of column c's float
 // accumulator at out + c*ostride*4.
 func (g *gen) epilogue(cols int, factor float32) {
@@ -393,7 +469,7 @@ func iq2xs() typ {
 			g.p("\tVPACKUSWB Y14, Y13, Y15")
 			g.p("\tVPERMQ $0xd8, Y15, Y15")
 		},
-		group: func(g *gen, k int) {
+		grid: func(g *gen, k int) {
 			// Index j of the group: the low 9 bits of the uint16 at
 			// off+2j (BEXTR with R9 = start 0, length 9). The grid
 			// entries are broadcast from memory (a load, no shuffle) and
@@ -409,6 +485,16 @@ func iq2xs() typ {
 					g.p("\tVPBLENDD $0x%02x, Y10, Y8, Y8", 3<<(2*j))
 				}
 			}
+		},
+		// Y15 holds the 32 sign bytes in order: qword k/2 is the pair's.
+		signMask: func(g *gen, k int) { g.signQword("Y15", k/2) },
+		// Y12's scale bytes (both lanes) in all four lanes of Z12 (set
+		// by block512), shuffled by the pair's two rows of giScaleShuf.
+		scales512: func(g *gen, k int) {
+			g.p("\tVPSHUFB giScaleShuf<>+%d(SB), Z12, Z9", 32*k)
+		},
+		group: func(g *gen, k int) {
+			iq2xs().grid(g, k)
 			// Sign bytes 4k..4k+3 of Y15 (qword k/2, broadcast into Y13 for
 			// groups k and k+1): 4k, 4k+1 over the low lane's 8-byte groups,
 			// 4k+2, 4k+3 over the high lane's.
@@ -470,6 +556,44 @@ func (g *gen) auxGroup(k int) {
 	g.p("\tVPSHUFD $0x%02x, %s, Y9", 0x55*(k%4), screg)
 }
 
+// signQword sets K1 to qword q (0..3) of the 32 sign bytes in reg (AX,
+// X10 scratch).
+func (g *gen) signQword(reg string, q int) {
+	x := "X" + reg[1:]
+	if q >= 2 {
+		g.p("\tVEXTRACTI128 $1, %s, X10", reg)
+		x = "X10"
+	}
+	if q%2 == 0 {
+		g.p("\tVMOVQ %s, AX", x)
+	} else {
+		g.p("\tVPEXTRQ $1, %s, AX", x)
+	}
+	g.p("\tKMOVQ AX, K1")
+}
+
+// auxSignMask is signMask for auxSigns' registers: the low lane of Y12
+// holds the sign bytes of groups 0-3 in order, Y13's those of 4-7.
+func auxSignMask(g *gen, k int) {
+	if k < 4 {
+		g.signQword("Y12", k/2)
+	} else {
+		g.signQword("Y13", k/2-2)
+	}
+}
+
+// auxScales512 is scales512 for auxSigns' registers: each group's scale
+// in all 16 words of its 256-bit half.
+func auxScales512(g *gen, k int) {
+	screg := "Y14"
+	if k >= 4 {
+		screg = "Y15"
+	}
+	g.p("\tVPSHUFD $0x%02x, %s, Y9", 0x55*(k%4), screg)
+	g.p("\tVPSHUFD $0x%02x, %s, Y10", 0x55*((k+1)%4), screg)
+	g.p("\tVINSERTI64X4 $1, Y10, Z9, Z9")
+}
+
 func iq2xxs() typ {
 	return typ{
 		name: "IQ2XXS", size: 66, factor: 0.125, unsignedGrid: true, doc: "IQ2_XXS",
@@ -484,7 +608,7 @@ func iq2xxs() typ {
 			g.p("\tVPERMQ $0xd8, Y8, Y8")
 			g.auxSigns()
 		},
-		group: func(g *gen, k int) {
+		grid: func(g *gen, k int) {
 			for i := 0; i < 4; i++ {
 				g.p("\tMOVBLZX %d(SI), AX", 2+8*k+i)
 				x := "X8"
@@ -498,6 +622,11 @@ func iq2xxs() typ {
 				}
 			}
 			g.p("\tVINSERTI128 $1, X10, Y8, Y8")
+		},
+		signMask:  auxSignMask,
+		scales512: auxScales512,
+		group: func(g *gen, k int) {
+			iq2xxs().grid(g, k)
 			g.auxGroup(k)
 		},
 	}
@@ -513,7 +642,7 @@ func iq3xxs() typ {
 			g.p("\tVMOVDQU 66(SI), Y8")
 			g.auxSigns()
 		},
-		group: func(g *gen, k int) {
+		grid: func(g *gen, k int) {
 			for i := 0; i < 8; i++ {
 				g.p("\tMOVBLZX %d(SI), AX", 2+8*k+i)
 				x := "X8"
@@ -527,6 +656,9 @@ func iq3xxs() typ {
 				}
 			}
 			g.p("\tVINSERTI128 $1, X10, Y8, Y8")
+		},
+		group: func(g *gen, k int) {
+			iq3xxs().grid(g, k)
 			g.auxGroup(k)
 		},
 	}
