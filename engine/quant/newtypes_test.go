@@ -439,7 +439,12 @@ func TestMoreTypesQuantize(t *testing.T) {
 
 // BenchmarkDotMoreTypes measures the Go and (where installed) SIMD dot
 // products of the types above side by side, one weight row of 4096 values
-// against a quantized activation row; MB/s is weight bandwidth.
+// against a quantized activation row, and decode as the engine runs it
+// ("gemm": Kernel.Gemm of all the rows against one activation row, which
+// picks the kernels for rows QuantizeActivations writes); MB/s is weight
+// bandwidth.
+//
+//	go test -run '^$' -bench BenchmarkDotMoreTypes -cpu 1 ./engine/quant/
 func BenchmarkDotMoreTypes(b *testing.B) {
 	const n, rows = 4096, 64 // 64 rows so the weights are not all in L1
 	for _, m := range moreTypes {
@@ -470,5 +475,12 @@ func BenchmarkDotMoreTypes(b *testing.B) {
 				_ = sink
 			})
 		}
+		b.Run(m.typ.String()+"/gemm", func(b *testing.B) {
+			b.SetBytes(int64(rows * rb))
+			out := make([]float32, rows)
+			for b.Loop() {
+				k.Gemm(n, w, rb, rows, a, len(a), 1, out, rows)
+			}
+		})
 	}
 }
