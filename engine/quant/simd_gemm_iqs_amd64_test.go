@@ -323,3 +323,109 @@ func checkGemmBounded(t *testing.T, typ ggml.Type, gemm func(int, []byte, int, i
 		}
 	}
 }
+
+// iqpModel is llama.cpp's float order for prompts of these types (its iqp
+// panels): per output, each super-block's exact integer sum of the
+// unpacked record (weight bytes times their int16 scales times the
+// activations), then acc = fma(float(sum), dfac*d_a, acc), dfac being
+// the record's float.
+func iqpModel(unpack func(x *byte, nb int, buf *byte), nb int, w, a []byte) float32 {
+	rec := make([]byte, nb*iqUnpackedSize)
+	unpack(&w[0], nb, &rec[0])
+	var acc float32
+	for b := 0; b < nb; b++ {
+		r := rec[b*iqUnpackedSize:]
+		y := a[b*iqQ8KSize:]
+		var sum int64
+		for j := 0; j < iqQK; j++ {
+			k := j / 32
+			sc := int64(int16(binary.LittleEndian.Uint16(r[256+32*k+2*((j%32)/2):])))
+			sum += int64(int8(r[j])) * sc * int64(int8(y[4+j]))
+		}
+		dfac := math.Float32frombits(binary.LittleEndian.Uint32(r[512:]))
+		da := math.Float32frombits(binary.LittleEndian.Uint32(y))
+		acc = fma32(float32(sum), dfac*da, acc)
+	}
+	return acc
+}
+
+// TestGemmIQPromptOrder checks that prompts (more than InvariantCols
+// activation rows) of every type with unpacked records give each output
+// iqpModel's bits: llama.cpp's order for the same batch, so a prompt
+// rounds as llama.cpp's does. Both instruction sets where the CPU has
+// them (AVX2 pairs; AVX-512 VNNI quads), rows that are and are not a
+// multiple of 4.
+func TestGemmIQPromptOrder(t *testing.T) {
+	requireIQSGemm(t)
+	if !cpu.X86.HasFMA || !cpu.X86.HasBMI1 {
+		t.Skip("no FMA/BMI1")
+	}
+	type pathFn func(unpack func(x *byte, nb int, buf *byte), vnni bool, nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int)
+	iqs := func(unpack func(x *byte, nb int, buf *byte), vnni bool, nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+		gemmIQSUnpacked(unpack, vnni, nb, w, wStride, rows&^1, a, aStride, cols, out, outStride)
+	}
+	family := func(ks iqGemmKernels) pathFn {
+		return func(_ func(x *byte, nb int, buf *byte), vnni bool, nb int, w []byte, wStride, rows int, a []byte, aStride, cols int, out []float32, outStride int) {
+			gemmIQUnpacked(ks, vnni, nb, w, wStride, rows&^1, a, aStride, cols, out, outStride)
+		}
+	}
+	types := []struct {
+		typ    ggml.Type
+		unpack func(x *byte, nb int, buf *byte)
+		path   pathFn
+	}{
+		{ggml.IQ2_XS, gemmIQ2XSUnpack, family(iqGemmIQ2XS)},
+		{ggml.IQ2_XXS, gemmIQ2XXSUnpack, family(iqGemmIQ2XXS)},
+		{ggml.IQ3_XXS, gemmIQ3XXSUnpack, family(iqGemmIQ3XXS)},
+		{ggml.IQ4_XS, gemmIQ4XSUnpack, family(iqGemmIQ4XS)},
+	}
+	for typ, u := range unpackedTypes {
+		types = append(types, struct {
+			typ    ggml.Type
+			unpack func(x *byte, nb int, buf *byte)
+			path   pathFn
+		}{typ, u, iqs})
+	}
+	paths := []bool{false}
+	if iqHasVNNI() {
+		paths = append(paths, true)
+	}
+	for _, tt := range types {
+		for _, vnni := range paths {
+			t.Run(fmt.Sprintf("%s/vnni=%v", tt.typ, vnni), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(tt.typ), 99))
+				valid := func(nb int) []byte { return randomRow(t, tt.typ, nb*iqQK, rng, 1) }
+				quantized := func(nb int) []byte {
+					a := make([]byte, nb*iqQ8KSize)
+					QuantizeQ8K(randomFloats(rng, nb*iqQK, 1), a)
+					return a
+				}
+				fullRange := func(nb int) []byte { return randomQ8K(rng, nb) }
+				bad := 0
+				// The last shape's rows are longer than the frames of the
+				// pairs/quads kernels (iqPairBlocks), so they take the heap
+				// buffer path.
+				for i, s := range [][3]int{{4, 17, 1}, {8, 64, 2}, {6, 33, 3}, {2, 18, 4}, {12, 20, 2}, {4, 19, iqPairBlocks + 1}} {
+					nb := s[2]
+					act := quantized
+					if i%2 == 1 {
+						act = fullRange
+					}
+					tc := newGemmIQTile(tt.typ, rng, nb, s[0], s[1], valid, act)
+					out := make([]float32, (tc.cols-1)*tc.outStride+tc.rows)
+					tt.path(tt.unpack, vnni, nb, tc.w, tc.wStride, tc.rows, tc.a, tc.aStride, tc.cols, out, tc.outStride)
+					for c := 0; c < tc.cols; c++ {
+						for r := 0; r < tc.rows; r++ {
+							want := iqpModel(tt.unpack, nb, tc.w[r*tc.wStride:], tc.a[c*tc.aStride:])
+							if got := out[c*tc.outStride+r]; !sameFloat32(got, want) {
+								if bad++; bad <= 5 {
+									t.Errorf("rows=%d cols=%d: out[c=%d r=%d] = %g, iqp order %g", tc.rows, tc.cols, c, r, got, want)
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}

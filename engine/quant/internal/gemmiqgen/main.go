@@ -867,9 +867,7 @@ func (g *gen) r4LoopZ(cols int, loop string) {
 	row := func(r int) string {
 		return []string{"%d(SI)", "%d(SI)(R10*1)", "%d(SI)(R10*2)", "%d(SI)(AX*1)"}[r]
 	}
-	for i := 0; i < pairs; i++ {
-		g.p("\tVPXORD %s, %s, %s", z(i), z(i), z(i))
-	}
+	g.p("\tVXORPS Y0, Y0, Y0")
 	g.p("")
 	g.p("%s:", loop)
 	for i := 0; i < pairs; i++ {
@@ -886,24 +884,97 @@ func (g *gen) r4LoopZ(cols int, loop string) {
 			}
 		}
 	}
-	for r := 0; r < 4; r++ {
-		g.p("\tVBROADCASTSS "+row(r)+", Z24", 512)
-		for c := 0; c < cols; c++ {
-			i := r*cols + c
-			g.p("\tVBROADCASTSS %s, Z10", col(0, c))
-			g.p("\tVMULPS Z24, Z10, Z10")
-			g.p("\tVCVTDQ2PS %s, Z11", z(16+i))
-			g.p("\tVFMADD231PS Z11, Z10, %s", z(i))
-		}
+	// Fold each int32 accumulator to 256 bits (Y8..), then blockEnd.
+	var parts []string
+	for i := 0; i < pairs; i++ {
+		y := fmt.Sprintf("Y%d", 8+i)
+		g.p("\tVEXTRACTI64X4 $1, %s, %s", z(16+i), y)
+		g.p("\tVPADDD Y%d, %s, %s", 16+i, y, y)
+		parts = append(parts, y)
 	}
+	rows := []string{fmt.Sprintf(row(0), 512), fmt.Sprintf(row(1), 512), fmt.Sprintf(row(2), 512), fmt.Sprintf(row(3), 512)}
+	g.blockEnd(parts, rows, cols)
 	g.p("\tADDQ $%d, SI", unpackedSize)
 	g.p("\tADDQ $%d, DI", q8KSize)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s", loop)
 	g.p("")
-	for i := 0; i < pairs; i++ {
-		g.p("\tVEXTRACTF64X4 $1, %s, Y8", z(i))
-		g.p("\tVADDPS Y8, %s, %s", facc(i), facc(i))
+}
+
+// blockEnd finishes a block of the unpacked kernels in llama.cpp's
+// order for prompts of these types (its iqp panels, ggml-cpu/iqp.cpp):
+// each output's integer sum over the super-block is made exact first (the
+// 8-lane partials in parts, output i = r*cols+c, are added across lanes),
+// then acc = fma(float(sum), dfac*d_a, acc) per output, one float lane
+// each (Y0; X0 for up to 4 outputs), with dfac the record's float at
+// rows[r] and d_a the activation block's. Clobbers Y8..Y15.
+func (g *gen) blockEnd(parts []string, rows []string, cols int) {
+	n := len(parts)
+	if n == 1 {
+		parts = append(parts, parts[0])
+	}
+	// Pairwise horizontal adds: level 1 into Y8, Y10, Y12, Y14.
+	var l1 []string
+	for j := 0; j < len(parts); j += 2 {
+		d := fmt.Sprintf("Y%d", 8+j)
+		g.p("\tVPHADDD %s, %s, %s", parts[j+1], parts[j], d)
+		l1 = append(l1, d)
+	}
+	switch len(l1) {
+	case 1:
+		g.p("\tVPHADDD Y8, Y8, Y8")
+	case 2:
+		g.p("\tVPHADDD Y10, Y8, Y8")
+	case 4:
+		g.p("\tVPHADDD Y10, Y8, Y8")
+		g.p("\tVPHADDD Y14, Y12, Y12")
+	}
+	if n == 8 {
+		g.p("\tVPERM2I128 $0x20, Y12, Y8, Y9")
+		g.p("\tVPERM2I128 $0x31, Y12, Y8, Y10")
+		g.p("\tVPADDD Y10, Y9, Y8")
+	} else {
+		g.p("\tVEXTRACTI128 $1, Y8, X9")
+		g.p("\tVPADDD X9, X8, X8")
+	}
+	// Scales: lane i = dfac(r) * d_a(c). X10 the dfacs, X11 the d_as.
+	nr := n / cols
+	lane := func(dst, src string, i int) {
+		if i == 0 {
+			g.p("\tVMOVSS %s, %s", src, dst)
+		} else {
+			g.p("\tVINSERTPS $0x%02x, %s, %s, %s", i<<4, src, dst, dst)
+		}
+	}
+	half := func(dst string, r0 int) { // dfacs of rows r0.. for up to 4 lanes
+		i := 0
+		for r := r0; r < nr && i < 4; r++ {
+			for c := 0; c < cols; c++ {
+				lane(dst, rows[r], i)
+				i++
+			}
+		}
+	}
+	half("X10", 0)
+	for c := 0; c < cols; c++ {
+		lane("X11", col(0, c), c)
+	}
+	if cols == 1 {
+		g.p("\tVSHUFPS $0x00, X11, X11, X11")
+	} else {
+		g.p("\tVMOVLHPS X11, X11, X11")
+	}
+	if n == 8 {
+		half("X12", 4/cols)
+		g.p("\tVINSERTF128 $1, X12, Y10, Y10")
+		g.p("\tVINSERTF128 $1, X11, Y11, Y11")
+		g.p("\tVMULPS Y11, Y10, Y10")
+		g.p("\tVCVTDQ2PS Y8, Y8")
+		g.p("\tVFMADD231PS Y8, Y10, Y0")
+	} else {
+		g.p("\tVMULPS X11, X10, X10")
+		g.p("\tVCVTDQ2PS X8, X8")
+		g.p("\tVFMADD231PS X8, X10, X0")
 	}
 }
 
@@ -1026,9 +1097,7 @@ func (g *gen) r2Loop(cols int, loop string, vnni bool) {
 		g.r2LoopZ(cols, loop)
 		return
 	}
-	for i := 0; i < pairs; i++ {
-		g.p("\tVXORPS %s, %s, %s", facc(i), facc(i), facc(i))
-	}
+	g.p("\tVXORPS Y0, Y0, Y0")
 	g.p("")
 	g.p("%s:", loop)
 	for i := 0; i < pairs; i++ {
@@ -1054,20 +1123,11 @@ func (g *gen) r2Loop(cols int, loop string, vnni bool) {
 			}
 		}
 	}
-	for r := 0; r < 2; r++ {
-		if r == 0 {
-			g.p("\tVBROADCASTSS 512(SI), Y8")
-		} else {
-			g.p("\tVBROADCASTSS 512(SI)(R10*1), Y8")
-		}
-		for c := 0; c < cols; c++ {
-			i := r*cols + c
-			g.p("\tVBROADCASTSS %s, Y10", col(0, c))
-			g.p("\tVMULPS Y8, Y10, Y10")
-			g.p("\tVCVTDQ2PS %s, Y11", iacc(i))
-			g.p("\tVFMADD231PS Y11, Y10, %s", facc(i))
-		}
+	var parts []string
+	for i := 0; i < pairs; i++ {
+		parts = append(parts, iacc(i))
 	}
+	g.blockEnd(parts, []string{"512(SI)", "512(SI)(R10*1)"}, cols)
 	g.p("\tADDQ $%d, SI", unpackedSize)
 	g.p("\tADDQ $%d, DI", q8KSize)
 	g.p("\tDECQ CX")
@@ -1084,9 +1144,7 @@ func (g *gen) r2Loop(cols int, loop string, vnni bool) {
 func (g *gen) r2LoopZ(cols int, loop string) {
 	pairs := 2 * cols
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
-	for i := 0; i < pairs; i++ {
-		g.p("\tVPXORD %s, %s, %s", z(i), z(i), z(i))
-	}
+	g.p("\tVXORPS Y0, Y0, Y0")
 	g.p("")
 	g.p("%s:", loop)
 	for i := 0; i < pairs; i++ {
@@ -1105,49 +1163,43 @@ func (g *gen) r2LoopZ(cols int, loop string) {
 			}
 		}
 	}
-	for r := 0; r < 2; r++ {
-		if r == 0 {
-			g.p("\tVBROADCASTSS 512(SI), Z8")
-		} else {
-			g.p("\tVBROADCASTSS 512(SI)(R10*1), Z8")
-		}
-		for c := 0; c < cols; c++ {
-			i := r*cols + c
-			g.p("\tVBROADCASTSS %s, Z10", col(0, c))
-			g.p("\tVMULPS Z8, Z10, Z10")
-			g.p("\tVCVTDQ2PS %s, Z11", z(4+i))
-			g.p("\tVFMADD231PS Z11, Z10, %s", z(i))
-		}
+	var parts []string
+	for i := 0; i < pairs; i++ {
+		y := fmt.Sprintf("Y%d", 8+i)
+		g.p("\tVEXTRACTI64X4 $1, %s, %s", z(4+i), y)
+		g.p("\tVPADDD Y%d, %s, %s", 4+i, y, y)
+		parts = append(parts, y)
 	}
+	g.blockEnd(parts, []string{"512(SI)", "512(SI)(R10*1)"}, cols)
 	g.p("\tADDQ $%d, SI", unpackedSize)
 	g.p("\tADDQ $%d, DI", q8KSize)
 	g.p("\tDECQ CX")
 	g.p("\tJNZ %s", loop)
 	g.p("")
-	// Fold the high 256 bits of each float accumulator into its low ones.
-	for i := 0; i < pairs; i++ {
-		g.p("\tVEXTRACTF64X4 $1, %s, Y8", z(i))
-		g.p("\tVADDPS Y8, %s, %s", facc(i), facc(i))
-	}
 }
 
-// rStore adds the lanes of the accumulators of n rows x cols and stores
-// pair (r, c) at out + r*4 + c*stride (stride in bytes, in a register).
+// rStore stores the accumulators of n rows x cols (blockEnd's lanes of
+// Y0: pair (r, c) in lane r*cols+c) at out + r*4 + c*stride (stride in
+// bytes, in a register).
 func (g *gen) rStore(n, cols int, out, stride string) {
 	for r := 0; r < n; r++ {
 		for c := 0; c < cols; c++ {
 			i := r*cols + c
-			x := fmt.Sprintf("X%d", i)
-			g.p("\tVEXTRACTF128 $1, %s, X8", facc(i))
-			g.p("\tVADDPS X8, %s, %s", x, x)
-			g.p("\tVMOVHLPS %s, %s, X8", x, x)
-			g.p("\tVADDPS X8, %s, %s", x, x)
-			g.p("\tVMOVSHDUP %s, X8", x)
-			g.p("\tVADDSS X8, %s, %s", x, x)
-			if c == 0 {
-				g.p("\tVMOVSS %s, %d(%s)", x, 4*r, out)
+			x := "X0"
+			if i >= 4 {
+				if i == 4 {
+					g.p("\tVEXTRACTF128 $1, Y0, X1")
+				}
+				x = "X1"
+			}
+			dst := fmt.Sprintf("%d(%s)", 4*r, out)
+			if c > 0 {
+				dst = fmt.Sprintf("%d(%s)(%s*1)", 4*r, out, stride)
+			}
+			if i%4 == 0 {
+				g.p("\tVMOVSS %s, %s", x, dst)
 			} else {
-				g.p("\tVMOVSS %s, %d(%s)(%s*1)", x, 4*r, out, stride)
+				g.p("\tVEXTRACTPS $%d, %s, %s", i%4, x, dst)
 			}
 		}
 	}
