@@ -43,75 +43,91 @@ func legacyRandomBytes(rng *rand.Rand, typ ggml.Type, nb int) []byte {
 	return b
 }
 
-// TestGemmLegacyExact checks the tiles against GoDot bit for bit on random
-// tiles (valid blocks with quantized activations; random bytes on both
-// sides, activation quants of -128 included), with padded strides, row
-// lengths with a partial last block, and n below one block.
+// TestGemmLegacyExact checks Kernel.Gemm and both of gemmLegacy's paths
+// (AVX2 tiles and dots; with AVX-512 VNNI/VBMI, the row kernels) against
+// GoDot bit for bit on random tiles (valid blocks with quantized
+// activations; random bytes on both sides, activation quants of -128
+// included), with padded strides, row lengths with a partial last block,
+// and n below one block.
 func TestGemmLegacyExact(t *testing.T) {
 	if !simdQ8HasAVX2 {
 		t.Skip("no AVX2")
 	}
-	shapes := [][2]int{{1, 1}, {16, 1}, {1, 4}, {3, 5}, {16, 64}, {20, 70}, {7, 3}, {2, 9}, {13, 33}, {5, 2}, {4, 8}}
 	for _, typ := range gemmLegacyTypes {
 		t.Run(typ.String(), func(t *testing.T) {
 			k := mustKernel(t, typ)
-			vt := k.VecDotType
-			rng := rand.New(rand.NewPCG(uint64(typ), 77))
-			for i, s := range shapes {
-				rows, cols := s[0], s[1]
-				nb := 1 + i%9
-				for _, mode := range []string{"valid", "bytes"} {
-					n := nb*32 + []int{0, 0, 7}[i%3] // sometimes a partial last block
-					bs, as := typ.TypeSize(), ActivationSize(vt, nb*32)
-					wStride, aStride, outStride := (nb+rng.IntN(2))*bs, as+rng.IntN(2)*vt.TypeSize(), rows+rng.IntN(4)
-					w := make([]byte, rows*wStride+bs)
-					a := make([]byte, cols*aStride+vt.TypeSize())
-					for r := 0; r < rows; r++ {
-						if mode == "valid" {
-							copy(w[r*wStride:], randomRow(t, typ, nb*32, rng, 1))
-						} else {
-							copy(w[r*wStride:], legacyRandomBytes(rng, typ, nb))
-						}
-					}
-					for c := 0; c < cols; c++ {
-						if mode == "valid" {
-							QuantizeActivations(vt, randomFloats(rng, nb*32, 1), a[c*aStride:c*aStride+as])
-						} else {
-							copy(a[c*aStride:], legacyRandomBytes(rng, vt, nb))
-						}
-					}
-					out := make([]float32, (cols-1)*outStride+rows+2)
-					const sentinel = -12345.5
-					for j := range out {
-						out[j] = sentinel
-					}
-					k.Gemm(n, w, wStride, rows, a, aStride, cols, out, outStride)
-					written := make([]bool, len(out))
-					for c := 0; c < cols; c++ {
-						for r := 0; r < rows; r++ {
-							j := c*outStride + r
-							written[j] = true
-							want := k.GoDot(n, w[r*wStride:], a[c*aStride:])
-							if !sameFloat32(out[j], want) {
-								t.Fatalf("%s n=%d rows=%d cols=%d: out[c=%d r=%d] = %g, GoDot %g", mode, n, rows, cols, c, r, out[j], want)
-							}
-						}
-					}
-					for j, v := range out {
-						if !written[j] && v != sentinel {
-							t.Fatalf("%s: out[%d] written outside the tile", mode, j)
-						}
-					}
-				}
+			spec := legacyGemmSpecs[typ]
+			gemms := map[string]func(int, []byte, int, int, []byte, int, int, []float32, int){
+				"Gemm": k.Gemm,
+				"avx2": gemmLegacy(spec, lvNone),
 			}
-			out := []float32{1, 1, 1, 1, 1, 1, 1, 1}
-			k.Gemm(31, make([]byte, 64), 0, 2, make([]byte, 64), 0, 4, out, 2)
-			for i, v := range out {
-				if v != 0 {
-					t.Errorf("n = 31: out[%d] = %g", i, v)
-				}
+			if gemmLegacyHasVNNI {
+				gemms["vnni"] = gemmLegacy(spec, spec.rk)
+			}
+			for name, gemm := range gemms {
+				t.Run(name, func(t *testing.T) { testGemmLegacyExact(t, typ, k, gemm) })
 			}
 		})
+	}
+}
+
+func testGemmLegacyExact(t *testing.T, typ ggml.Type, k *Kernel, gemm func(int, []byte, int, int, []byte, int, int, []float32, int)) {
+	shapes := [][2]int{{1, 1}, {16, 1}, {1, 4}, {3, 5}, {16, 64}, {20, 70}, {7, 3}, {2, 9}, {13, 33}, {5, 2}, {4, 8}, {9, 1}, {6, 17}}
+	vt := k.VecDotType
+	rng := rand.New(rand.NewPCG(uint64(typ), 77))
+	for i, s := range shapes {
+		rows, cols := s[0], s[1]
+		nb := []int{1, 2, 7, 8, 9, 16, 17, 24, 31, 40}[i%10]
+		for _, mode := range []string{"valid", "bytes"} {
+			n := nb*32 + []int{0, 0, 7}[i%3] // sometimes a partial last block
+			bs, as := typ.TypeSize(), ActivationSize(vt, nb*32)
+			wStride, aStride, outStride := (nb+rng.IntN(2))*bs, as+rng.IntN(2)*vt.TypeSize(), rows+rng.IntN(4)
+			w := make([]byte, rows*wStride+bs)
+			a := make([]byte, cols*aStride+vt.TypeSize())
+			for r := 0; r < rows; r++ {
+				if mode == "valid" {
+					copy(w[r*wStride:], randomRow(t, typ, nb*32, rng, 1))
+				} else {
+					copy(w[r*wStride:], legacyRandomBytes(rng, typ, nb))
+				}
+			}
+			for c := 0; c < cols; c++ {
+				if mode == "valid" {
+					QuantizeActivations(vt, randomFloats(rng, nb*32, 1), a[c*aStride:c*aStride+as])
+				} else {
+					copy(a[c*aStride:], legacyRandomBytes(rng, vt, nb))
+				}
+			}
+			out := make([]float32, (cols-1)*outStride+rows+2)
+			const sentinel = -12345.5
+			for j := range out {
+				out[j] = sentinel
+			}
+			gemm(n, w, wStride, rows, a, aStride, cols, out, outStride)
+			written := make([]bool, len(out))
+			for c := 0; c < cols; c++ {
+				for r := 0; r < rows; r++ {
+					j := c*outStride + r
+					written[j] = true
+					want := k.GoDot(n, w[r*wStride:], a[c*aStride:])
+					if !sameFloat32(out[j], want) {
+						t.Fatalf("%s n=%d rows=%d cols=%d: out[c=%d r=%d] = %g, GoDot %g", mode, n, rows, cols, c, r, out[j], want)
+					}
+				}
+			}
+			for j, v := range out {
+				if !written[j] && v != sentinel {
+					t.Fatalf("%s: out[%d] written outside the tile", mode, j)
+				}
+			}
+		}
+	}
+	out := []float32{1, 1, 1, 1, 1, 1, 1, 1}
+	gemm(31, make([]byte, 64), 0, 2, make([]byte, 64), 0, 4, out, 2)
+	for i, v := range out {
+		if v != 0 {
+			t.Errorf("n = 31: out[%d] = %g", i, v)
+		}
 	}
 }
 
