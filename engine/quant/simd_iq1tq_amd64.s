@@ -346,6 +346,28 @@ iq1sBlock:
 	VPADDD  Y9, Y8, Y8                   \
 	VPADDD  Y13, Y7, Y7
 
+// IQ1M_D sets X1 to an IQ1_M block's fp16 super-block scale (the top
+// nibbles of its four scale words at 48(SI)), using R13, AX and DX.
+#define IQ1M_D \
+	MOVQ    48(SI), R13  \
+	MOVQ    R13, AX      \
+	SHRQ    $12, AX      \
+	ANDL    $0xf, AX     \
+	MOVQ    R13, DX      \
+	SHRQ    $24, DX      \
+	ANDL    $0xf0, DX    \
+	ORL     DX, AX       \
+	MOVQ    R13, DX      \
+	SHRQ    $36, DX      \
+	ANDL    $0xf00, DX   \
+	ORL     DX, AX       \
+	MOVQ    R13, DX      \
+	SHRQ    $48, DX      \
+	ANDL    $0xf000, DX  \
+	ORL     DX, AX       \
+	VMOVD   AX, X1       \
+	VCVTPH2PS X1, X1
+
 // func iq1mDotAVX2(w, a *byte, nb int) float32
 TEXT ·iq1mDotAVX2(SB), NOSPLIT, $0-28
 	MOVQ    w+0(FP), SI
@@ -368,25 +390,7 @@ iq1mBlock:
 	IQ1M_GROUP(5)
 	IQ1M_GROUP(6)
 	IQ1M_GROUP(7)
-	// d: the top nibbles of the four scale words at 48(SI).
-	MOVQ    48(SI), R13
-	MOVQ    R13, AX
-	SHRQ    $12, AX
-	ANDL    $0xf, AX
-	MOVQ    R13, DX
-	SHRQ    $24, DX
-	ANDL    $0xf0, DX
-	ORL     DX, AX
-	MOVQ    R13, DX
-	SHRQ    $36, DX
-	ANDL    $0xf00, DX
-	ORL     DX, AX
-	MOVQ    R13, DX
-	SHRQ    $48, DX
-	ANDL    $0xf000, DX
-	ORL     DX, AX
-	VMOVD   AX, X1
-	VCVTPH2PS X1, X1
+	IQ1M_D
 	VMULSS  (DI), X1, X1
 	HSUM8
 	IQ1_FLOAT(X8, X0)
@@ -961,25 +965,7 @@ iq1mUnpackBlock:
 	IQ1M_UNPACK(5)
 	IQ1M_UNPACK(6)
 	IQ1M_UNPACK(7)
-	// d: the top nibbles of the four scale words at 48(SI), as the dot.
-	MOVQ    48(SI), R13
-	MOVQ    R13, AX
-	SHRQ    $12, AX
-	ANDL    $0xf, AX
-	MOVQ    R13, DX
-	SHRQ    $24, DX
-	ANDL    $0xf0, DX
-	ORL     DX, AX
-	MOVQ    R13, DX
-	SHRQ    $36, DX
-	ANDL    $0xf00, DX
-	ORL     DX, AX
-	MOVQ    R13, DX
-	SHRQ    $48, DX
-	ANDL    $0xf000, DX
-	ORL     DX, AX
-	VMOVD   AX, X1
-	VCVTPH2PS X1, X1
+	IQ1M_D
 	MOVL    $0x3e000000, AX // 0.125
 	VMOVD   AX, X3
 	VMULSS  X3, X1, X1
@@ -1242,25 +1228,7 @@ iq1mVBlock:
 	IQ1M_PAIR(2)
 	IQ1M_PAIR(4)
 	IQ1M_PAIR(6)
-	// d: the top nibbles of the four scale words at 48(SI).
-	MOVQ    48(SI), R13
-	MOVQ    R13, AX
-	SHRQ    $12, AX
-	ANDL    $0xf, AX
-	MOVQ    R13, DX
-	SHRQ    $24, DX
-	ANDL    $0xf0, DX
-	ORL     DX, AX
-	MOVQ    R13, DX
-	SHRQ    $36, DX
-	ANDL    $0xf00, DX
-	ORL     DX, AX
-	MOVQ    R13, DX
-	SHRQ    $48, DX
-	ANDL    $0xf000, DX
-	ORL     DX, AX
-	VMOVD   AX, X1
-	VCVTPH2PS X1, X1
+	IQ1M_D
 	VMULSS  (DI), X1, X1
 	HSUM8
 	IQ1_FLOAT(X8, X0)

@@ -16,10 +16,12 @@
 //   - gemmTUnpack and the type-independent gemmIQUnpackedR2C1/C2 do the
 //     same for rows too long for the frame, with a buffer from the caller.
 //
-// Integer sums are exact, kept per block in int32 lanes, converted to
-// float once per block and accumulated with FMA in float lanes
-// (llama.cpp's order, not the Go kernels'); the lanes are added once at
-// the end.
+// Integer sums are exact. The one-row kernels keep them per block in
+// int32 lanes, converted to float once per block and accumulated with FMA
+// in float lanes (llama.cpp's AVX2 vec_dot order, not the Go kernels');
+// the lanes are added once at the end. The unpacked (prompt) kernels add
+// each output's lanes exactly per block and do one FMA per block
+// (blockEnd: llama.cpp's iqp panels' order).
 //
 // Signed byte products (AVX2): the sign of each activation is moved to the
 // weight side, t = weight*sign*sgn(q8), and the product is maddubs(|q8|,
@@ -857,9 +859,10 @@ func (g *gen) pairs(t typ, vnni bool, n int) {
 }
 
 // r4LoopZ is r2LoopZ for four unpacked wide rows (SI, SI+R10, SI+2*R10,
-// SI+AX): Z0..Z7 are the float and Z16..Z23 the int32 accumulators of
-// the pairs (r, c) = r*cols+c, Z8/Z9 the columns' groups, Z12..Z15 the
-// rows'. Each activation group is sign-extended once for the four rows.
+// SI+AX): Z16..Z23 are the int32 accumulators of the pairs (r, c) =
+// r*cols+c, Z8/Z9 the columns' groups, Z12..Z15 the rows', and lane
+// r*cols+c of Y0 the pair's float sum (blockEnd). Each activation group
+// is sign-extended once for the four rows.
 func (g *gen) r4LoopZ(cols int, loop string) {
 	pairs := 4 * cols
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
@@ -884,15 +887,20 @@ func (g *gen) r4LoopZ(cols int, loop string) {
 			}
 		}
 	}
-	// Fold each int32 accumulator to 256 bits (Y8..), then blockEnd.
+	rows := []string{fmt.Sprintf(row(0), 512), fmt.Sprintf(row(1), 512), fmt.Sprintf(row(2), 512), fmt.Sprintf(row(3), 512)}
+	g.blockEndZ(16, pairs, rows, cols, loop)
+}
+
+// blockEndZ folds the n 512-bit int32 accumulators Z(first).. to 256
+// bits (Y8..), ends the block (blockEnd) and loops to the next.
+func (g *gen) blockEndZ(first, n int, rows []string, cols int, loop string) {
 	var parts []string
-	for i := 0; i < pairs; i++ {
+	for i := 0; i < n; i++ {
 		y := fmt.Sprintf("Y%d", 8+i)
-		g.p("\tVEXTRACTI64X4 $1, %s, %s", z(16+i), y)
-		g.p("\tVPADDD Y%d, %s, %s", 16+i, y, y)
+		g.p("\tVEXTRACTI64X4 $1, Z%d, %s", first+i, y)
+		g.p("\tVPADDD Y%d, %s, %s", first+i, y, y)
 		parts = append(parts, y)
 	}
-	rows := []string{fmt.Sprintf(row(0), 512), fmt.Sprintf(row(1), 512), fmt.Sprintf(row(2), 512), fmt.Sprintf(row(3), 512)}
 	g.blockEnd(parts, rows, cols)
 	g.p("\tADDQ $%d, SI", unpackedSize)
 	g.p("\tADDQ $%d, DI", q8KSize)
@@ -1087,8 +1095,8 @@ func (g *gen) unpacked2(cols int) {
 }
 
 // r2Loop multiplies two unpacked rows (SI, SI+R10) with cols (1 or 2)
-// activation rows (DI, DI+R12) over CX blocks, into the float
-// accumulators: pair (r, c) in accumulator r*cols+c. Without vnni the
+// activation rows (DI, DI+R12) over CX blocks, into lane r*cols+c of Y0
+// for pair (r, c) (blockEnd: llama.cpp's order). Without vnni the
 // rows are narrow records (AVX2); with vnni wide ones (see r2LoopZ).
 // Clobbers SI, DI, CX.
 func (g *gen) r2Loop(cols int, loop string, vnni bool) {
@@ -1138,9 +1146,9 @@ func (g *gen) r2Loop(cols int, loop string, vnni bool) {
 // r2LoopZ is r2Loop with vnni, on wide records: the registers are 512
 // bits (a whole group of 32 as int16), each activation group is
 // sign-extended once for both rows, and the products are summed by
-// VPDPWSSD (AVX512F/BW/VNNI). Z0..Z3 are the float and Z4..Z7 the int32
-// accumulators, Z8/Z9 the columns' groups, Z12/Z13 the rows'; the float
-// accumulators end folded into their low 256 bits for rStore.
+// VPDPWSSD (AVX512F/BW/VNNI). Z4..Z7 are the int32 accumulators, Z8/Z9
+// the columns' groups, Z12/Z13 the rows'; the float sums are Y0's lanes
+// as in r2Loop.
 func (g *gen) r2LoopZ(cols int, loop string) {
 	pairs := 2 * cols
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
@@ -1163,19 +1171,7 @@ func (g *gen) r2LoopZ(cols int, loop string) {
 			}
 		}
 	}
-	var parts []string
-	for i := 0; i < pairs; i++ {
-		y := fmt.Sprintf("Y%d", 8+i)
-		g.p("\tVEXTRACTI64X4 $1, %s, %s", z(4+i), y)
-		g.p("\tVPADDD Y%d, %s, %s", 4+i, y, y)
-		parts = append(parts, y)
-	}
-	g.blockEnd(parts, []string{"512(SI)", "512(SI)(R10*1)"}, cols)
-	g.p("\tADDQ $%d, SI", unpackedSize)
-	g.p("\tADDQ $%d, DI", q8KSize)
-	g.p("\tDECQ CX")
-	g.p("\tJNZ %s", loop)
-	g.p("")
+	g.blockEndZ(4, pairs, []string{"512(SI)", "512(SI)(R10*1)"}, cols, loop)
 }
 
 // rStore stores the accumulators of n rows x cols (blockEnd's lanes of
