@@ -121,26 +121,31 @@ tq2Block:
 	VPMADDWD  Y10, Y9, Y9     \
 	VPADDD    Y9, Y8, Y8
 
+// TQ1_SETUP loads TQ1_0's constants: Y12 the int16 mask 0xff, Y14 int16
+// ones, Y7 the qh multipliers, Y3..Y6 the multipliers 3, 9, 27, 81.
+#define TQ1_SETUP \
+	VMOVDQU tqFF16<>(SB), Y12    \
+	VMOVDQU tqOnes16<>(SB), Y14  \
+	VMOVDQU tqQhPow<>(SB), Y7    \
+	MOVL    $3, AX               \
+	VMOVD   AX, X3               \
+	VPBROADCASTW X3, Y3          \
+	MOVL    $9, AX               \
+	VMOVD   AX, X4               \
+	VPBROADCASTW X4, Y4          \
+	MOVL    $27, AX              \
+	VMOVD   AX, X5               \
+	VPBROADCASTW X5, Y5          \
+	MOVL    $81, AX              \
+	VMOVD   AX, X6               \
+	VPBROADCASTW X6, Y6
+
 // func tq1DotAVX2(w, a *byte, nb int) float32
 TEXT ·tq1DotAVX2(SB), NOSPLIT, $0-28
 	MOVQ    w+0(FP), SI
 	MOVQ    a+8(FP), DI
 	MOVQ    nb+16(FP), CX
-	VMOVDQU tqFF16<>(SB), Y12
-	VMOVDQU tqOnes16<>(SB), Y14
-	VMOVDQU tqQhPow<>(SB), Y7
-	MOVL    $3, AX
-	VMOVD   AX, X3
-	VPBROADCASTW X3, Y3
-	MOVL    $9, AX
-	VMOVD   AX, X4
-	VPBROADCASTW X4, Y4
-	MOVL    $27, AX
-	VMOVD   AX, X5
-	VPBROADCASTW X5, Y5
-	MOVL    $81, AX
-	VMOVD   AX, X6
-	VPBROADCASTW X6, Y6
+	TQ1_SETUP
 	VXORPS  X0, X0, X0
 
 tq1Block:
@@ -1312,21 +1317,7 @@ TEXT ·gemmTQ1Unpack(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ buf+16(FP), DI
-	VMOVDQU tqFF16<>(SB), Y12
-	VMOVDQU tqOnes16<>(SB), Y14
-	VMOVDQU tqQhPow<>(SB), Y7
-	MOVL    $3, AX
-	VMOVD   AX, X3
-	VPBROADCASTW X3, Y3
-	MOVL    $9, AX
-	VMOVD   AX, X4
-	VPBROADCASTW X4, Y4
-	MOVL    $27, AX
-	VMOVD   AX, X5
-	VPBROADCASTW X5, Y5
-	MOVL    $81, AX
-	VMOVD   AX, X6
-	VPBROADCASTW X6, Y6
+	TQ1_SETUP
 
 tq1UnpackBlock:
 	// qs[0..31]: trit n of byte m is value 32n+m (group n).
