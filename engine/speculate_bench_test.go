@@ -39,7 +39,9 @@ import (
 // round's plain runs (plain runs first and last in every round, and the
 // mean of the two is the reference: the host drifts over minutes, and
 // neighbours in time share its state). STRATA_BENCH_MEM=RAM or streaming
-// runs one of the two; STRATA_BENCH_VERBOSE=1 prints every round.
+// runs one of the two; STRATA_BENCH_REGIMES (names, comma-separated, e.g.
+// "replay 0.9,lookup") only those regimes; STRATA_BENCH_VERBOSE=1 prints
+// every round.
 //
 //	go test -run '^$' -bench BenchmarkSpeculation -benchtime 1x -timeout 60m ./engine/
 func BenchmarkSpeculation(b *testing.B) {
@@ -101,6 +103,10 @@ func BenchmarkSpeculation(b *testing.B) {
 		{"replay 0.3", peaked, greedy, 0.3},
 		{"replay 0.1", peaked, greedy, 0.1},
 		{"flat T0.8", flat, engine.Sampling{MaxTokens: nTok, Temperature: 0.8}, 0},
+	}
+	if only := os.Getenv("STRATA_BENCH_REGIMES"); only != "" { // e.g. "replay 0.9,lookup"
+		want := strings.Split(only, ",")
+		regimes = slices.DeleteFunc(regimes, func(r regime) bool { return !slices.Contains(want, r.name) })
 	}
 	type config struct {
 		name string
@@ -215,8 +221,8 @@ func BenchmarkSpeculation(b *testing.B) {
 				if g.Verified > 0 {
 					acc = float64(g.Accepted) / float64(g.Verified)
 				}
-				fmt.Fprintf(&report, " | gate: %d verifies, %d plain, accepted %d/%d (%.2f), declined %d",
-					g.Verifies, g.PlainSteps, g.Accepted, g.Verified, acc, g.Declined)
+				fmt.Fprintf(&report, " | gate: %d verifies (depths %v), %d plain, accepted %d/%d (%.2f), declined %d",
+					g.Verifies, g.Depths, g.PlainSteps, g.Accepted, g.Verified, acc, g.Declined)
 			}
 			if d5 := last[4].Speculation; d5 != nil && d5.Verified > 0 {
 				fmt.Fprintf(&report, " | depth-5 acceptance %.2f", float64(d5.Accepted)/float64(d5.Verified))

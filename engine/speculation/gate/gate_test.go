@@ -78,8 +78,10 @@ func TestCostModel(t *testing.T) {
 		{"measured n", []float64{10, 12}, 2, 1.2, 0.2},
 		{"unmeasured n from fitted rho", []float64{10, 12}, 5, 1.8, 0.2},
 		{"rho clamped at 0", []float64{10, 9}, 4, 1, 0},
-		{"rho clamped at 4", []float64{10, 100}, 3, 9, RhoMax},
-		{"rho fitted over several n", []float64{10, 11, 14}, 5, 1 + 4*(0.1+0.2)/2, (0.1 + 0.2) / 2},
+		{"rho clamped at 4, unmeasured n continued from the largest measured", []float64{10, 100}, 3, 14, RhoMax},
+		{"rho fitted over several n", []float64{10, 11, 14}, 5, 1.4 + 2*(0.1+0.2)/2, (0.1 + 0.2) / 2},
+		{"never cheaper with more rows", []float64{10, 14, 12}, 3, 1.4, (0.4 + 0.1) / 2},
+		{"a flattening curve continues from its end", []float64{10, 20, 22}, 4, 2.2 + 0.8, (1 + 0.6) / 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -279,13 +281,21 @@ func TestBadInputs(t *testing.T) {
 }
 
 // TestTimeSpikesClipped: a single 10× spike moves an established T(n) at
-// most to 1 + (2−1)/8 of it; a lasting change is followed.
+// most to 1 + (Clip−1)/8 of it, also for an n with only ClipAfter
+// samples; a lasting change is followed.
 func TestTimeSpikesClipped(t *testing.T) {
 	g := measured(Config{}, 10, 12)
 	g.Forward(2, 120*time.Millisecond)
 	g.Forward(2, 12*time.Millisecond) // records the held spike
-	if v, _ := g.T(2); !near(v, 0.012*(1+1.0/TimeWindow)) {
+	if v, _ := g.T(2); !near(v, 0.012*(1+(Clip-1)/TimeWindow)) {
 		t.Fatalf("T(2) after a spike: %v", v)
+	}
+	young := New(Config{})
+	for _, ms := range []float64{9, 4, 4, 4, 14, 4} { // a warm-up forward, three samples, a spike
+		young.Forward(1, time.Duration(ms*float64(time.Millisecond)))
+	}
+	if v, _ := young.T(1); !near(v, (0.004*3+0.004*Clip+0.004)/5) {
+		t.Fatalf("T(1) after a spike on its fourth sample: %v", v)
 	}
 	for range 40 {
 		g.Forward(2, 30*time.Millisecond)
