@@ -119,13 +119,14 @@ func TestBackendQwen3NextMatchesCPU(t *testing.T) {
 // within logitBound, every backend op on the kernels (none on the host).
 // With the synthetic model's top-k of 64 every position of the short
 // sequence is kept (QSA attends to all); with a top-k of 1 (4 cells kept,
-// ratio 4) the rows from the fifth on attend to a selection.
+// ratio 4) the rows from the fifth on attend to a selection; the decode
+// step at position 7 completes a block, pooled on the device.
 func TestBackendQwen4ExpMatchesCPU(t *testing.T) {
 	for _, topK := range []int{64, 1} {
 		t.Run(fmt.Sprintf("topk%d", topK), func(t *testing.T) {
 			cfg := synth.Defaults(synth.ArchQwen4Exp)
 			cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, topK
-			mb, worst, syncs := backendMatchesCPU(t, cfg, qwen4exp.Open, [][]int32{{3, 99, 200, 7, 7}, {42}, {100}})
+			mb, worst, syncs := backendMatchesCPU(t, cfg, qwen4exp.Open, [][]int32{{3, 99, 200, 7, 7}, {42}, {100}, {5}, {9}})
 			if mb.HostOps() {
 				t.Error("some ops ran on the host")
 			}
