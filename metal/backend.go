@@ -11,6 +11,7 @@ import (
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/routing"
 )
 
 // Backend runs the engine's model blocks (engine/backend.Backend) on a
@@ -30,6 +31,7 @@ type Backend struct {
 	err     error
 	warm    *Commands    // WarmUp's dispatches
 	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
+	syncs   int          // Sync calls, each a command buffer and a host wait
 }
 
 type region struct {
@@ -367,7 +369,8 @@ func (b *Backend) attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 }
 
 // SparseAttention implements backend.Backend: the attention kernels with
-// the rows' masks (staged from the host).
+// the rows' masks (in device memory, as QSASelect writes them, or staged
+// from the host).
 func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
 	if rows == 0 {
 		return
@@ -376,7 +379,7 @@ func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows,
 		b.fail(fmt.Errorf("metal backend: sparse attention: %d mask words per row for positions up to %d (%d words given)", words, pos0+rows, len(sel)))
 		return
 	}
-	m := Mask{Sel: b.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 8*rows*words)), Words: words}
+	m := Mask{Sel: b.inRaw(u64Bytes(sel[:rows*words])), Words: words}
 	b.attention(c, il, q, rows, pos0, p, m, out)
 }
 
@@ -464,8 +467,13 @@ func (b *Backend) Combine(x, out []float32, rows, embd, used int, wts []float32,
 	c.Barrier()
 }
 
+// Syncs is how many times Sync has been called: each runs one command
+// buffer and waits for it, the cost a one-buffer decode step removes.
+func (b *Backend) Syncs() int { return b.syncs }
+
 // Sync implements backend.Backend: it runs what was recorded.
 func (b *Backend) Sync() error {
+	b.syncs++
 	defer func() {
 		b.cmds = Commands{}
 		b.back = b.back[:0]
@@ -676,5 +684,133 @@ func (b *Backend) HyperCombine(x, y, inject []float32, rows, streams, n int) {
 		return
 	}
 	HyperCombine{N: n, Streams: streams, Rows: rows, X: b.out(x[:rows*streams*n]), Y: b.in(y[:rows*n]), Inject: b.in(inject[:rows*streams])}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// outRaw binds mem (host or device memory) for writing, as out does for
+// float32s: non-device memory is staged and copied back at Sync.
+func (b *Backend) outRaw(mem []byte) BufRef {
+	if r, ok := b.find(uintptr(unsafe.Pointer(unsafe.SliceData(mem))), len(mem)); ok {
+		return r
+	}
+	r := b.stageBytes(mem)
+	if r.Buf != nil {
+		b.back = append(b.back, copyBack{host: mem, dev: r.Buf.Bytes()[r.Off : r.Off+len(mem)]})
+	}
+	return r
+}
+
+// Route implements backend.Backend: the router kernels on the softmaxed
+// probabilities (exact, or cache-aware with the residency staged as one
+// int32 per expert); sel and wts are copied back at Sync when they are
+// host memory. Shapes the kernels do not take (more than 1024 experts or
+// 32 choices) run on the host.
+func (b *Backend) Route(p []float32, rows, experts, k int, scale float32, pol routing.CacheRoute, resident []bool, sel []int32, wts []float32) {
+	if rows == 0 {
+		return
+	}
+	if experts > 32*32 || k > 32 || k < 1 || k > experts {
+		if b.syncForHost() {
+			b.hostOps().Route(p, rows, experts, k, scale, pol, resident, sel, wts)
+		}
+		return
+	}
+	sel = sel[:rows*k]
+	op := Router{Experts: experts, K: k, Tokens: rows, Scale: scale, Logits: b.in(p[:rows*experts]), Probs: true,
+		IDs: b.outRaw(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 4*len(sel))), Weights: b.out(wts[:rows*k])}
+	if pol.Enabled && resident != nil {
+		ri := make([]byte, 4*experts)
+		for i, r := range resident[:experts] {
+			if r {
+				ri[4*i] = 1
+			}
+		}
+		op.Cache, op.Resident = pol, b.stageBytes(ri)
+	}
+	op.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// Fill implements backend.Backend.
+func (b *Backend) Fill(x []float32, v float32) {
+	if len(x) == 0 {
+		return
+	}
+	Fill{N: len(x), V: v, X: b.out(x)}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// Repeat implements backend.Backend.
+func (b *Backend) Repeat(dst, src []float32, rows, copies, n int) {
+	if rows*copies*n == 0 {
+		return
+	}
+	Repeat{Rows: rows, Copies: copies, Width: n, Dst: b.out(dst[:rows*copies*n]), Src: b.in(src[:rows*n])}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// PLEGate implements backend.Backend.
+func (b *Backend) PLEGate(gate, key, qry []float32, groups, n int) {
+	if groups == 0 {
+		return
+	}
+	PLEGate{N: n, Groups: groups, Gate: b.out(gate[:groups]), Key: b.in(key[:groups*n]), Qry: b.in(qry[:groups*n])}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// inRaw binds mem for reading: device memory where it is, else staged.
+func (b *Backend) inRaw(mem []byte) BufRef {
+	if r, ok := b.find(uintptr(unsafe.Pointer(unsafe.SliceData(mem))), len(mem)); ok {
+		return r
+	}
+	return b.stageBytes(mem)
+}
+
+func u16Bytes(x []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 2*len(x))
+}
+
+func u64Bytes(x []uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 8*len(x))
+}
+
+// StoreF16 implements backend.Backend.
+func (b *Backend) StoreF16(dst []uint16, src []float32) {
+	if len(src) == 0 {
+		return
+	}
+	StoreF16{N: len(src), Dst: b.outRaw(u16Bytes(dst[:len(src)])), Src: b.in(src)}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// QSAPool implements backend.Backend.
+func (b *Backend) QSAPool(dst []float32, raw []uint16, blocks, r, dim int) {
+	if blocks == 0 {
+		return
+	}
+	QSAPool{Blocks: blocks, R: r, Dim: dim, Dst: b.out(dst[:blocks*dim]), Raw: b.inRaw(u16Bytes(raw[:blocks*r*dim]))}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}
+
+// QSASelect implements backend.Backend: the scores and the selection
+// kernels, with their scratch in staging memory.
+func (b *Backend) QSASelect(sel []uint64, q, keys []float32, rows, pos0, heads, dim, r, width, words int) {
+	if rows == 0 {
+		return
+	}
+	if r <= 0 || width <= 0 {
+		b.fail(fmt.Errorf("metal backend: qsa select: ratio %d, width %d", r, width))
+		return
+	}
+	op := QSASelect{Rows: rows, Pos0: pos0, Heads: heads, Dim: dim, R: r, Width: width, Words: words,
+		Sel: b.outRaw(u64Bytes(sel[:rows*words])), Q: b.in(q[:rows*heads*dim]), Heap: b.reserve(4 * rows * width)}
+	nb := (pos0 + rows) / r
+	if nb > 0 {
+		op.Keys = b.in(keys[:nb*dim])
+	} else {
+		op.Keys = op.Q // no block: bound, never read
+	}
+	op.Scores = b.reserve(4 * rows * op.ScoreStride())
+	op.Encode(&b.cmds)
 	b.cmds.Barrier()
 }

@@ -101,10 +101,16 @@ func TestBackendQwen3MoEMatchesCPU(t *testing.T) {
 func TestBackendQwen3NextMatchesCPU(t *testing.T) {
 	cfg := synth.Defaults(synth.ArchQwen3Next)
 	cfg.Type, cfg.Seed = ggml.Q4_K, 5
-	mb, worst := backendMatchesCPU(t, cfg, qwen3next.Open, [][]int32{{3, 99, 512, 7, 7}, {42}, {1000}})
+	mb, worst, syncs := backendMatchesCPU(t, cfg, qwen3next.Open, [][]int32{{3, 99, 512, 7, 7}, {42}, {1000}})
 	if mb.HostOps() {
 		t.Error("some recurrent steps ran on the host")
 	}
+	// Per MoE layer one Sync to read the routing (the host fetches the
+	// chosen experts) and one after the experts' wave (before the
+	// provider may reuse their memory); the head's one, for the logits.
+	// Before the routing and the head's gather of rows were ops, and the
+	// MoE layer synced after its combine: 14.
+	checkDecodeSyncs(t, syncs, 2*cfg.Layers+1)
 	t.Logf("worst max |Δlogit| %.3g σ", worst)
 }
 
@@ -113,16 +119,21 @@ func TestBackendQwen3NextMatchesCPU(t *testing.T) {
 // within logitBound, every backend op on the kernels (none on the host).
 // With the synthetic model's top-k of 64 every position of the short
 // sequence is kept (QSA attends to all); with a top-k of 1 (4 cells kept,
-// ratio 4) the rows from the fifth on attend to a selection.
+// ratio 4) the rows from the fifth on attend to a selection; the decode
+// step at position 7 completes a block, pooled on the device.
 func TestBackendQwen4ExpMatchesCPU(t *testing.T) {
 	for _, topK := range []int{64, 1} {
 		t.Run(fmt.Sprintf("topk%d", topK), func(t *testing.T) {
 			cfg := synth.Defaults(synth.ArchQwen4Exp)
 			cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, topK
-			mb, worst := backendMatchesCPU(t, cfg, qwen4exp.Open, [][]int32{{3, 99, 200, 7, 7}, {42}, {100}})
+			mb, worst, syncs := backendMatchesCPU(t, cfg, qwen4exp.Open, [][]int32{{3, 99, 200, 7, 7}, {42}, {100}, {5}, {9}})
 			if mb.HostOps() {
 				t.Error("some ops ran on the host")
 			}
+			// As qwen3next: the QSA indexer, the PLE gate, the widening
+			// of the residual and the clearing of the FFN output are ops
+			// and need none. Before they (and the routing) were: 21.
+			checkDecodeSyncs(t, syncs, 2*cfg.Layers+1)
 			t.Logf("worst max |Δlogit| %.3g σ", worst)
 		})
 	}
@@ -132,8 +143,9 @@ func TestBackendQwen4ExpMatchesCPU(t *testing.T) {
 // the Metal backend and, dequantized to F32, on the CPU backend, runs the
 // batches steps through a session of each (every row's logits) and fails
 // unless every row's logits agree within logitBound with the same top
-// token. It returns the Metal backend and the worst difference in σ.
-func backendMatchesCPU[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), steps [][]int32) (*metal.Backend, float64) {
+// token. It returns the Metal backend, the worst difference in σ and the
+// Syncs (command buffers) each step took.
+func backendMatchesCPU[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), steps [][]int32) (*metal.Backend, float64, []int) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.gguf")
@@ -162,6 +174,7 @@ func backendMatchesCPU[M model.Model](t *testing.T, cfg synth.Config, open func(
 	sg, _ := mg.NewSession(32)
 	sc, _ := mc.NewSession(32)
 	worst := 0.0
+	var syncs []int
 	for step, toks := range steps {
 		logits := make([]bool, len(toks))
 		for i := range logits {
@@ -169,9 +182,11 @@ func backendMatchesCPU[M model.Model](t *testing.T, cfg synth.Config, open func(
 		}
 		bg := model.Batch{Tokens: toks, Logits: logits}
 		bc := model.Batch{Tokens: toks, Logits: logits}
+		n0 := mb.Syncs()
 		if err := sg.Forward(ctx, &bg); err != nil {
 			t.Fatal(err)
 		}
+		syncs = append(syncs, mb.Syncs()-n0)
 		if err := sc.Forward(ctx, &bc); err != nil {
 			t.Fatal(err)
 		}
@@ -183,5 +198,17 @@ func backendMatchesCPU[M model.Model](t *testing.T, cfg synth.Config, open func(
 			worst = max(worst, d/sd)
 		}
 	}
-	return mb, worst
+	return mb, worst, syncs
+}
+
+// checkDecodeSyncs fails unless every decode step (every step after the
+// prompt, one token each) took want Syncs.
+func checkDecodeSyncs(t *testing.T, syncs []int, want int) {
+	t.Helper()
+	for step, n := range syncs[1:] {
+		if n != want {
+			t.Errorf("decode step %d: %d Syncs (command buffers), want %d", step+1, n, want)
+		}
+	}
+	t.Logf("Syncs per step (prompt first): %v", syncs)
 }

@@ -368,13 +368,16 @@ func (s Softmax) Encode(c *Commands) {
 // probabilities renormalised and multiplied by Scale (0 or 1: none). With
 // Cache enabled it applies engine/routing's cache-aware rule (MoCE in a
 // max-rank window) given Resident (one int32 per expert, non-zero:
-// resident), with float32 scores where the CPU's are float64.
+// resident), with float32 scores where the CPU's are float64. With Probs
+// the logits already are the softmax (Backend.Route) and are left as they
+// are.
 type Router struct {
 	Experts, K, Tokens   int
 	Scale                float32
 	Logits, IDs, Weights BufRef
 	Cache                routing.CacheRoute
 	Resident             BufRef
+	Probs                bool
 }
 
 // Encode appends the dispatch to c.
@@ -383,19 +386,23 @@ func (r Router) Encode(c *Commands) {
 		c.fail(fmt.Errorf("router: top %d of %d experts (at most 32 of 1024)", r.K, r.Experts))
 		return
 	}
+	probs := uint32(0)
+	if r.Probs {
+		probs = 1
+	}
 	if r.Cache.Enabled {
 		if err := r.Cache.Validate(r.K, r.Experts); err != nil {
 			c.fail(err)
 			return
 		}
 		a := (&argBuilder{}).u32(uint32(r.Experts)).u32(uint32(r.K)).f32(r.Scale).f32(float32(r.Cache.Lambda)).
-			u32(uint32(r.Cache.ProtectedTop)).u32(uint32(r.Cache.AlwaysKept)).u32(uint32(r.Cache.MaxRank)).f32(float32(r.Cache.MaxMass)).bytes()
+			u32(uint32(r.Cache.ProtectedTop)).u32(uint32(r.Cache.AlwaysKept)).u32(uint32(r.Cache.MaxRank)).f32(float32(r.Cache.MaxMass)).u32(probs).bytes()
 		c.Dispatch(Dispatch{Kernel: "kernel_router_cache", Grid: [3]uint32{uint32(max(r.Tokens, 1)), 1, 1}, TG: [3]uint32{SimdWidth, 1, 1},
 			Bufs:  map[int]BufRef{1: r.Logits, 2: r.IDs, 3: r.Weights, 4: r.Resident},
 			Bytes: map[int][]byte{0: a}, TGMem: map[int]int{0: tgMem(4 * r.Experts), 1: tgMem(4 * r.Experts)}, SplitOff: -1})
 		return
 	}
-	a := (&argBuilder{}).u32(uint32(r.Experts)).u32(uint32(r.K)).f32(r.Scale).bytes()
+	a := (&argBuilder{}).u32(uint32(r.Experts)).u32(uint32(r.K)).f32(r.Scale).u32(probs).bytes()
 	c.Dispatch(Dispatch{Kernel: "kernel_router", Grid: [3]uint32{uint32(max(r.Tokens, 1)), 1, 1}, TG: [3]uint32{SimdWidth, 1, 1},
 		Bufs: map[int]BufRef{1: r.Logits, 2: r.IDs, 3: r.Weights}, Bytes: map[int][]byte{0: a}, SplitOff: -1})
 }

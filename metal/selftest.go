@@ -85,6 +85,7 @@ func Selftest(ctx context.Context, dev Device, o SelftestOptions) []Result {
 	s.recurrent()
 	s.hyper()
 	s.sparseAttention()
+	s.graphOps()
 	s.normRope()
 	s.elementwise()
 	s.gridGuard()

@@ -17,7 +17,10 @@
 package backend
 
 import (
+	"unsafe"
+
 	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/routing"
 )
 
 // Matrix is a 2-D weight of ggml blocks: Rows rows of Cols elements, as
@@ -186,6 +189,52 @@ type Backend interface {
 	// sum (ggml_mul, then ggml_add). It is a hyper-connection module's
 	// combine (llama.cpp's qwen4exp build_hc_combine).
 	HyperCombine(x, y, inject []float32, rows, streams, n int)
+	// Route chooses, for each of rows rows of p ([rows][experts] router
+	// probabilities, after Softmax), k experts by pol against one
+	// snapshot of residency (resident: one flag per expert; nil: none),
+	// as engine/routing's CacheRoute.Route (the zero policy, or no
+	// residency, is routing.Exact), writing them best-first into sel
+	// ([rows][k]) and their renormalised weights, times scale (0 or 1:
+	// none), into wts ([rows][k]). A MoE layer's routing on the device:
+	// the host reads sel and wts after Sync, to fetch the experts.
+	Route(p []float32, rows, experts, k int, scale float32, pol routing.CacheRoute, resident []bool, sel []int32, wts []float32)
+	// Fill sets every value of x to v (a MoE output cleared before the
+	// experts add into it).
+	Fill(x []float32, v float32)
+	// Repeat writes copies copies of each of rows rows of n values of src
+	// into dst ([rows][copies][n]): qwen4exp's residual widened into its
+	// hyper-connection streams, the PLE value broadcast over them.
+	Repeat(dst, src []float32, rows, copies, n int)
+	// PLEGate writes into gate[i], for each of groups groups of n values
+	// of key and qry (group i at i·n), sgn(s)·sqrt(max(|s|, 1e-6)) with
+	// s = (Σ_j key_j·qry_j)·(1/sqrt(n)): each product rounded to float32,
+	// summed in float64 (ggml_mul, then ggml_sum_rows), the sum rounded to
+	// float32 and multiplied by the float32 1/sqrt(n); sgn(0) is 0. It is
+	// qwen4exp's PLE gate, one score per stream (llama.cpp's build_ple).
+	PLEGate(gate, key, qry []float32, groups, n int)
+	// StoreF16 writes each value of src rounded to IEEE binary16 (nearest
+	// even, as ggml's FP32_TO_FP16) into dst, backend memory from AllocU16
+	// (qwen4exp's indexer key cache).
+	StoreF16(dst []uint16, src []float32)
+	// QSAPool writes into dst ([blocks][dim]) the mean of each block of r
+	// consecutive F16 keys of raw ([blocks·r][dim]): the members summed in
+	// order in float32, then multiplied by the float32 1/r (qwen4exp's
+	// indexer pooling, llama.cpp's build_qsa_top_k).
+	QSAPool(dst []float32, raw []uint16, blocks, r, dim int)
+	// QSASelect writes, for each of rows rows of the indexer queries q
+	// ([rows][heads·dim], normed and rotated; row t at position pos0+t),
+	// the cells the row keeps into its mask (bit j%64 of
+	// sel[t·words+j/64], backend memory from AllocU64, as SparseAttention
+	// reads it; the words for positions 0..pos0+t are rewritten, no bit
+	// past the row's position set). A row at position p keeps every
+	// position when p+1 ≤ width; else the tail cells (p+1)/r·r…p and, by
+	// libstdc++'s std::partial_sort over the cells' values (ties as its
+	// heap decides them), the best of the others up to width cells, a
+	// cell of block b worth the block's score Σ_h ReLU(q_h·keys[b]) (keys:
+	// [blocks][dim], pooled, normed and rotated; each dot product rounded
+	// once to float32, the heads summed in order). It is qwen4exp's QSA
+	// selection (llama.cpp's ggml_top_k over set_input_qsa's cells).
+	QSASelect(sel []uint64, q, keys []float32, rows, pos0, heads, dim, r, width, words int)
 	// Sync waits until every queued op has run, so the host may read
 	// their results.
 	Sync() error
@@ -207,4 +256,19 @@ type DeltaNetParams struct {
 	DtBias, A                 []float32 // [ValueHeads]: ssm_dt.bias, ssm_a
 	Eps                       float32
 	KeyTiled                  bool // value head h reads key head h mod KeyHeads
+}
+
+// AllocU16 returns n zeroed uint16s of be's memory (Alloc's, viewed as
+// uint16s), which the ops may write (StoreF16).
+func AllocU16(be Backend, n int) []uint16 {
+	f := be.Alloc((n + 1) / 2)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), n)
+}
+
+// AllocU64 returns n zeroed uint64s of be's memory (Alloc's, viewed as
+// uint64s; Alloc's memory is 8-byte aligned), which the ops may write
+// (QSASelect's masks).
+func AllocU64(be Backend, n int) []uint64 {
+	f := be.Alloc(2 * n)
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(f))), n)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/quant"
+	"github.com/strata-llm/strata/engine/routing"
 )
 
 // Backend runs the blocks' operations on the CPU: every op runs when it is
@@ -34,6 +35,8 @@ type Backend struct {
 	conv    convTask
 	delta   deltaTask
 	hyper   hyperTask
+	rsc     routing.Scratch // Route's
+	qsa     qsaOp
 
 	mats []*backend.Matrix // every matrix made, for WarmUp
 	warm warmTask

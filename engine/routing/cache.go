@@ -87,15 +87,7 @@ func (c CacheRoute) Route(p []float32, k int, scale float32, resident []bool, sc
 	}
 	if !c.Enabled || resident == nil {
 		Exact(p, k, scale, sc.rank[:0], sel, wts)
-		d := Decision{Agreement: 1}
-		if resident != nil {
-			for _, e := range sel[:k] {
-				if resident[e] {
-					d.Resident++
-				}
-			}
-		}
-		return d
+		return c.Describe(p, k, sel, resident)
 	}
 	// The true ranking of the window's experts.
 	m := n
@@ -160,6 +152,24 @@ func (c CacheRoute) Route(p []float32, k int, scale float32, resident []bool, sc
 		if scale != 0 && scale != 1 {
 			wts[i] *= scale
 		}
+	}
+	return c.describe(p, k, sel, resident)
+}
+
+// Describe is the Decision Route returns for its choice sel (k experts)
+// from p against resident: the telemetry of a choice made elsewhere (by a
+// backend's Route op, on the device) without routing again.
+func (c CacheRoute) Describe(p []float32, k int, sel []int32, resident []bool) Decision {
+	if !c.Enabled || resident == nil {
+		d := Decision{Agreement: 1}
+		if resident != nil {
+			for _, e := range sel[:k] {
+				if resident[e] {
+					d.Resident++
+				}
+			}
+		}
+		return d
 	}
 	return c.describe(p, k, sel, resident)
 }

@@ -160,3 +160,31 @@ func TestCacheRouteValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeMatchesRoute: the telemetry of a choice made elsewhere
+// (Describe) is what Route reported when it made it, policy on or off,
+// with and without residency.
+func TestDescribeMatchesRoute(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var sc Scratch
+	for trial := 0; trial < 300; trial++ {
+		n, k := 16+rng.IntN(100), 2+rng.IntN(8)
+		c := CacheRoute{Enabled: trial%3 != 0, Lambda: 1 + 5*rng.Float64(), AlwaysKept: rng.IntN(k + 1), MaxRank: k + rng.IntN(12)}
+		p := make([]float32, n)
+		for i := range p {
+			p[i] = rng.Float32() + 1e-3
+		}
+		var r []bool
+		if trial%5 != 0 {
+			r = make([]bool, n)
+			for i := range r {
+				r[i] = rng.IntN(3) == 0
+			}
+		}
+		sel, wts := make([]int32, k), make([]float32, k)
+		want := c.Route(p, k, 0, r, &sc, sel, wts)
+		if got := c.Describe(p, k, sel, r); got != want {
+			t.Fatalf("trial %d: Describe %+v, Route %+v", trial, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // The non-matrix steps of a decode step: RMSNorm, NEOX RoPE, the KV cache
 // store, decode attention, softmax, the router (softmax + top-k +
-// renormalisation), SwiGLU, the expert combine and a residual add.
+// renormalisation), SwiGLU, the expert combine and a residual add; the
+// fill, the row repeat and qwen4exp's PLE gate, which were host code.
 // Written for Strata; each mirrors the CPU code in engine/cpu.
 #include <metal_stdlib>
 using namespace metal;
@@ -226,6 +227,7 @@ struct router_args {
     uint  n_expert;   // at most 32 * 32
     uint  k;          // at most 32
     float w_scale;    // 0 or 1: none
+    uint  probs;      // 1: logits already hold the softmax (Backend.Route), left unchanged
 };
 
 kernel void kernel_router(
@@ -236,13 +238,15 @@ kernel void kernel_router(
         uint   tok   [[threadgroup_position_in_grid]],
         ushort lane  [[thread_index_in_simdgroup]]) {
     device float * p = logits + ulong(tok) * a.n_expert;
-    float mx = -INFINITY;
-    for (uint i = lane; i < a.n_expert; i += 32) mx = max(mx, p[i]);
-    mx = simd_max(mx);
-    float s = 0.f;
-    for (uint i = lane; i < a.n_expert; i += 32) { const float e = exp(p[i] - mx); p[i] = e; s += e; }
-    const float inv = 1.0f / simd_sum(s);
-    for (uint i = lane; i < a.n_expert; i += 32) p[i] *= inv;
+    if (!a.probs) {   // uniform over the simdgroup
+        float mx = -INFINITY;
+        for (uint i = lane; i < a.n_expert; i += 32) mx = max(mx, p[i]);
+        mx = simd_max(mx);
+        float s = 0.f;
+        for (uint i = lane; i < a.n_expert; i += 32) { const float e = exp(p[i] - mx); p[i] = e; s += e; }
+        const float inv = 1.0f / simd_sum(s);
+        for (uint i = lane; i < a.n_expert; i += 32) p[i] *= inv;
+    }
     uint taken = 0;   // bit j: expert lane + 32 j already chosen
     float wsum = 0.f, my_w = 0.f;
     int my_id = 0;
@@ -399,6 +403,7 @@ struct router_cache_args {
     uint  always_kept;
     uint  max_rank;   // 0: no window
     float max_mass;   // 0: none
+    uint  probs;      // 1: logits already hold the softmax (Backend.Route), left unchanged
 };
 
 kernel void kernel_router_cache(
@@ -413,13 +418,16 @@ kernel void kernel_router_cache(
         ushort lane  [[thread_index_in_simdgroup]]) {
     const uint n = a.n_expert;
     device float * p = logits + ulong(tok) * n;
-    float mx = -INFINITY;
-    for (uint i = lane; i < n; i += 32) mx = max(mx, p[i]);
-    mx = simd_max(mx);
-    float s = 0.f;
-    for (uint i = lane; i < n; i += 32) { const float e = exp(p[i] - mx); p[i] = e; s += e; }
-    const float inv = 1.0f / simd_sum(s);
-    for (uint i = lane; i < n; i += 32) { p[i] *= inv; picked[i] = 0; }
+    if (!a.probs) {   // uniform over the simdgroup
+        float mx = -INFINITY;
+        for (uint i = lane; i < n; i += 32) mx = max(mx, p[i]);
+        mx = simd_max(mx);
+        float s = 0.f;
+        for (uint i = lane; i < n; i += 32) { const float e = exp(p[i] - mx); p[i] = e; s += e; }
+        const float inv = 1.0f / simd_sum(s);
+        for (uint i = lane; i < n; i += 32) p[i] *= inv;
+    }
+    for (uint i = lane; i < n; i += 32) picked[i] = 0;
     const uint m = a.max_rank > 0 ? min(a.max_rank, n) : n;
     uint taken = 0;
     for (uint r = 0; r < m; r++) {
@@ -551,4 +559,76 @@ kernel void kernel_flash_attn(
     const float inv = 1.0f / l;
     device float * oh = out + ulong(row) * a.q_stride + ulong(head) * hd;
     for (uint i = 0; i < nd; i++) oh[tiisg + 32 * i] = o[i] * inv;
+}
+
+// ---- Fill: x[i] = v (Backend.Fill: a MoE output cleared before the experts add into it).
+struct fill_args {
+    uint  n;
+    uint  tg_base;
+    float v;
+};
+
+kernel void kernel_fill(
+        constant fill_args & a [[buffer(0)]],
+        device float * x [[buffer(1)]],
+        uint tg [[threadgroup_position_in_grid]],
+        uint tid [[thread_position_in_threadgroup]],
+        uint ntg [[threads_per_threadgroup]]) {
+    const uint i = (tg + a.tg_base) * ntg + tid;
+    if (i >= a.n) return;
+    x[i] = a.v;
+}
+
+// ---- Repeat: dst[r][c][j] = src[r][j] for copies c (Backend.Repeat: qwen4exp's residual widened
+// into its streams, the PLE value broadcast over them). One thread per value of dst.
+struct repeat_args {
+    uint n;        // values of dst
+    uint tg_base;
+    uint width;    // values per row of src
+    uint copies;
+};
+
+kernel void kernel_repeat(
+        constant repeat_args & a [[buffer(0)]],
+        device float * dst [[buffer(1)]],
+        device const float * src [[buffer(2)]],
+        uint tg [[threadgroup_position_in_grid]],
+        uint tid [[thread_position_in_threadgroup]],
+        uint ntg [[threads_per_threadgroup]]) {
+    const uint i = (tg + a.tg_base) * ntg + tid;
+    if (i >= a.n) return;
+    const uint row = i / (a.width * a.copies);
+    dst[i] = src[ulong(row) * a.width + i % a.width];
+}
+
+// ---- PLE gate (qwen4exp, Backend.PLEGate): per group of n values of key and qry,
+// s = sum(key * qry) / sqrt(n), gate = sgn(s) sqrt(max(|s|, 1e-6)); one threadgroup per group.
+// The sum is a float tree where the CPU sums the float products in double: the selftest's bound.
+struct ple_gate_args {
+    uint  n;
+    uint  tg_base;
+    float scale;   // the float 1/sqrt(n), as the CPU rounds it
+};
+
+kernel void kernel_ple_gate(
+        constant ple_gate_args & a [[buffer(0)]],
+        device float * gate [[buffer(1)]],
+        device const float * key [[buffer(2)]],
+        device const float * qry [[buffer(3)]],
+        threadgroup float * sh [[threadgroup(0)]],   // one float per simdgroup
+        uint   tg    [[threadgroup_position_in_grid]],
+        ushort tiitg [[thread_index_in_threadgroup]],
+        ushort ntg   [[threads_per_threadgroup]],
+        ushort tiisg [[thread_index_in_simdgroup]],
+        ushort sgitg [[simdgroup_index_in_threadgroup]],
+        ushort nsg   [[simdgroups_per_threadgroup]]) {
+    const uint g = tg + a.tg_base;
+    device const float * k = key + ulong(g) * a.n;
+    device const float * q = qry + ulong(g) * a.n;
+    float s = 0.f;
+    for (uint i = tiitg; i < a.n; i += ntg) s += k[i] * q[i];
+    s = tg_sum(s, sh, tiitg, tiisg, sgitg, nsg) * a.scale;
+    if (tiitg != 0) return;
+    const float mag = sqrt(max(fabs(s), 1e-6f));
+    gate[g] = s > 0.f ? mag : (s < 0.f ? -mag : 0.f);
 }

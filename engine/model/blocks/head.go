@@ -23,9 +23,6 @@ type HeadBuf struct {
 // Forward fills b.Out with the logits of the rows b marks and b.HiddenOut
 // with their final hidden states, from x ([len(b.Tokens)][embd]).
 func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *HeadBuf) error {
-	if err := be.Sync(); err != nil { // the host gathers rows of x
-		return err
-	}
 	e, vocab := h.Output.Cols, h.Output.Rows
 	nt := len(b.Tokens)
 	nh, nl := 0, 0
@@ -40,12 +37,13 @@ func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *Hea
 	if len(buf.hidden) < nh*e {
 		buf.hidden = be.Alloc(nh * e)
 	}
+	// The rows are gathered by backend copies (runs of consecutive rows
+	// at once), so the host waits only for the logits.
 	buf.hrows = buf.hrows[:0]
+	copyRows(be, buf.hidden, x, e, nt, b.WantsHidden)
 	for i := 0; i < nt; i++ {
 		if b.WantsHidden(i) {
-			r := buf.hidden[len(buf.hrows)*e : (len(buf.hrows)+1)*e]
-			copy(r, x[i*e:(i+1)*e])
-			buf.hrows = append(buf.hrows, r)
+			buf.hrows = append(buf.hrows, buf.hidden[len(buf.hrows)*e:(len(buf.hrows)+1)*e])
 		}
 	}
 	b.HiddenOut = buf.hrows
@@ -53,13 +51,7 @@ func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *Hea
 		buf.in, buf.xn = be.Alloc(nl*e), be.Alloc(nl*e)
 	}
 	in := buf.in[:nl*e]
-	j := 0
-	for i := 0; i < nt; i++ {
-		if b.WantsLogits(i) {
-			copy(in[j*e:(j+1)*e], x[i*e:(i+1)*e])
-			j++
-		}
-	}
+	copyRows(be, in, x, e, nt, b.WantsLogits)
 	if len(buf.logits) < nl*vocab {
 		buf.logits = be.Alloc(nl * vocab)
 	}
@@ -69,15 +61,12 @@ func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *Hea
 		if h.Norm != nil {
 			be.RMSNorm(xn, in, h.Norm, nl, h.Eps)
 		} else {
-			// The rows were copied into in on the host just now; the
-			// backend ops since the last Linear on in (every layer's)
-			// dropped its cached conversion.
 			xn = in
 		}
 		be.Linear(h.Output, xn, nl, logits)
-		if err := be.Sync(); err != nil {
-			return err
-		}
+	}
+	if err := be.Sync(); err != nil { // the host reads the logits and hidden rows
+		return err
 	}
 	buf.rows = buf.rows[:0]
 	for j := 0; j < nl; j++ {
@@ -85,6 +74,25 @@ func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *Hea
 	}
 	b.Out = buf.rows
 	return nil
+}
+
+// copyRows copies the rows i < nt of x (rows of e values) for which want
+// holds, in order, into consecutive rows of dst, one backend copy per run
+// of consecutive rows.
+func copyRows(be backend.Backend, dst, x []float32, e, nt int, want func(int) bool) {
+	j := 0
+	for i := 0; i < nt; {
+		if !want(i) {
+			i++
+			continue
+		}
+		n := 1
+		for i+n < nt && want(i+n) {
+			n++
+		}
+		be.Repeat(dst[j*e:(j+n)*e], x[i*e:(i+n)*e], n, 1, e)
+		i, j = i+n, j+n
+	}
 }
 
 // Bytes is what the buffers hold.

@@ -55,7 +55,6 @@ type MoEBuf struct {
 	logits []float32   // [rows][experts]
 	sel    []int32     // [rows][used] chosen experts, best first
 	wts    []float32   // [rows][used]
-	idx    []int       // top-k scratch
 	groups [][]int32   // per expert: the rows using it
 	slotOf []int32     // [rows][used]: index into order
 	order  []int32     // the active experts, ascending
@@ -72,9 +71,8 @@ type MoEBuf struct {
 	pred   []float32 // [rows][experts] next layer's router probabilities
 	next   []int32   // predicted experts of the next layer
 	inNext []bool
-	res    []bool // residency snapshot
-	rsc    routing.Scratch
-	psel   []int32 // predicted choice of one row
+	res    []bool  // residency snapshot
+	psel   []int32 // predicted choices: [rows][used]
 	pwts   []float32
 }
 
@@ -88,30 +86,30 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	logits := buf.logits[:rows*ne]
 	be.Linear(m.Router, xn, rows, logits)
 	be.Softmax(logits, rows, ne)
-	if err := be.Sync(); err != nil { // the host routes
-		return err
-	}
 	if cap(buf.sel) < rows*nu {
 		buf.sel = make([]int32, rows*nu)
 		buf.wts = make([]float32, rows*nu)
 		buf.slotOf = make([]int32, rows*nu)
 		buf.src = make([][]float32, rows*nu)
 	}
-	if cap(buf.idx) < nu {
-		buf.idx = make([]int, 0, nu)
-	}
 	sel, wts := buf.sel[:rows*nu], buf.wts[:rows*nu]
-	if pol := m.policy(); pol.Enabled {
-		// Every row routes against one snapshot of residency, taken in the
-		// layer's logical order (so the result never depends on I/O timing).
+	// Every row routes against one snapshot of residency, taken in the
+	// layer's logical order (so the result never depends on I/O timing).
+	pol := m.policy()
+	var res []bool
+	if pol.Enabled {
 		buf.res = m.Provider.Resident(m.Layer, buf.res)
+		res = buf.res
+	}
+	be.Route(logits, rows, ne, nu, m.WeightsScale, pol, res, sel, wts)
+	// The one handshake the layer needs: the host learns the chosen
+	// experts, to fetch them.
+	if err := be.Sync(); err != nil {
+		return err
+	}
+	if pol.Enabled {
 		for r := 0; r < rows; r++ {
-			d := pol.Route(logits[r*ne:(r+1)*ne], nu, m.WeightsScale, buf.res, &buf.rsc, sel[r*nu:(r+1)*nu], wts[r*nu:(r+1)*nu])
-			m.Routing.Stats.Add(d, nu)
-		}
-	} else {
-		for r := 0; r < rows; r++ {
-			routing.Exact(logits[r*ne:(r+1)*ne], nu, m.WeightsScale, buf.idx, sel[r*nu:(r+1)*nu], wts[r*nu:(r+1)*nu])
+			m.Routing.Stats.Add(pol.Describe(logits[r*ne:(r+1)*ne], nu, sel[r*nu:(r+1)*nu], res), nu)
 		}
 	}
 	if m.Usage != nil {
@@ -209,16 +207,19 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	if len(buf.out) < rows*e {
 		buf.out = be.Alloc(rows * e)
 	}
+	// No Sync after the combine: it reads the experts' outputs (backend
+	// memory) and wts, not the experts' weights, which the Sync of each
+	// wave has let go; the caller syncs when it reads x.
 	if sh == nil {
 		be.Combine(x, buf.out[:rows*e], rows, e, nu, wts, buf.src[:rows*nu])
-		return be.Sync() // the experts are released when this returns
+		return nil
 	}
 	// llama.cpp adds moe_out + shared, then the residual: Combine adds the
 	// routed sum into the shared output (a+b = b+a exactly), which then
 	// goes into x.
 	be.Combine(sh, buf.out[:rows*e], rows, e, nu, wts, buf.src[:rows*nu])
 	be.Add(x, sh)
-	return be.Sync()
+	return nil
 }
 
 // shared computes the gated shared expert of rows rows of xn.
@@ -254,6 +255,19 @@ func (m *MoE) readAhead(be backend.Backend, xn []float32, rows int, buf *MoEBuf)
 	p := buf.pred[:rows*ne]
 	be.Linear(m.NextRouter, xn, rows, p)
 	be.Softmax(p, rows, ne)
+	// The same rule the next layer will route by, against its residency
+	// now, so read-ahead fetches what the router will pick.
+	pol := m.policy()
+	var res []bool
+	if pol.Enabled {
+		buf.res = m.Provider.Resident(m.Layer+1, buf.res)
+		res = buf.res
+	}
+	if cap(buf.psel) < rows*nu {
+		buf.psel, buf.pwts = make([]int32, rows*nu), make([]float32, rows*nu)
+	}
+	psel := buf.psel[:rows*nu]
+	be.Route(p, rows, ne, nu, 0, pol, res, psel, buf.pwts[:rows*nu])
 	if err := be.Sync(); err != nil {
 		return err
 	}
@@ -262,22 +276,10 @@ func (m *MoE) readAhead(be backend.Backend, xn []float32, rows int, buf *MoEBuf)
 	}
 	clear(buf.inNext)
 	buf.next = buf.next[:0]
-	// The same rule the next layer will route by, against its residency
-	// now, so read-ahead fetches what the router will pick.
-	pol := m.policy()
-	if pol.Enabled {
-		buf.res = m.Provider.Resident(m.Layer+1, buf.res)
-	}
-	if cap(buf.psel) < nu {
-		buf.psel, buf.pwts = make([]int32, nu), make([]float32, nu)
-	}
-	for r := 0; r < rows; r++ {
-		pol.Route(p[r*ne:(r+1)*ne], nu, 0, buf.res, &buf.rsc, buf.psel[:nu], buf.pwts[:nu])
-		for _, e := range buf.psel[:nu] {
-			if !buf.inNext[e] {
-				buf.inNext[e] = true
-				buf.next = append(buf.next, e)
-			}
+	for _, e := range psel { // row by row, in rank order
+		if !buf.inNext[e] {
+			buf.inNext[e] = true
+			buf.next = append(buf.next, e)
 		}
 	}
 	m.Provider.Prefetch(m.Layer+1, buf.next)

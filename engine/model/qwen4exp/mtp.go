@@ -172,17 +172,8 @@ func (s *Session) SetDrafting(on bool) int {
 
 // mtpWiden makes rows rows of the block's HC residual xw from the eh_proj
 // output cur: HC copies each, as the trunk's residual starts.
-func (s *Session) mtpWiden(cur, xw []float32, rows int) error {
-	if err := s.m.be.Sync(); err != nil {
-		return err
-	}
-	e, hd := s.m.hp.Embd, s.m.hp.HC*s.m.hp.Embd
-	for t := 0; t < rows; t++ {
-		for c := 0; c < s.m.hp.HC; c++ {
-			copy(xw[t*hd+c*e:t*hd+(c+1)*e], cur[t*e:(t+1)*e])
-		}
-	}
-	return nil
+func (s *Session) mtpWiden(cur, xw []float32, rows int) {
+	s.m.be.Repeat(xw, cur, rows, s.m.hp.HC, s.m.hp.Embd)
 }
 
 // mtpTruncate follows the session back to n tokens (blocks.MTPCache).
@@ -208,9 +199,7 @@ func (s *Session) mtpTrack(tokens []int32, hn []float32, pos0 int) error {
 		b.Input(be, cat[2*t*e:2*(t+1)*e], emb[t*e:(t+1)*e], h, hp.Eps)
 	}
 	be.Linear(b.EhProj, cat, nt, cur)
-	if err := s.mtpWiden(cur, xw, nt); err != nil {
-		return err
-	}
+	s.mtpWiden(cur, xw, nt)
 	if err := b.hcAttn.Mix(be, xw, nt, &ms.hc, y); err != nil {
 		return err
 	}
@@ -262,9 +251,7 @@ func (s *Session) Draft(ctx context.Context, next int32, n int, emit func(tok in
 		be.GetRows(b.embedding(m), ms.tok[:], emb)
 		b.Input(be, cat, emb, hn, hp.Eps)
 		be.Linear(b.EhProj, cat, 1, cur)
-		if err := s.mtpWiden(cur, xw, 1); err != nil {
-			return err
-		}
+		s.mtpWiden(cur, xw, 1)
 		m.rope.Cache(pos, ms.CS)
 		if err := b.hcAttn.Mix(be, xw, 1, &ms.hc, y); err != nil {
 			return err
@@ -278,10 +265,7 @@ func (s *Session) Draft(ctx context.Context, next int32, n int, emit func(tok in
 		if err := b.hcFFN.Mix(be, xw, 1, &ms.hc, y); err != nil {
 			return err
 		}
-		if err := be.Sync(); err != nil { // the queued combine has read out
-			return err
-		}
-		clear(out) // the MoE adds into it
+		be.Fill(out, 0) // the MoE adds into it (after the queued combine read it)
 		if err := b.moe.Forward(ctx, be, y, out, 1, &ms.moe); err != nil {
 			return fmt.Errorf("draft: %w", err)
 		}

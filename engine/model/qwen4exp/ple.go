@@ -2,7 +2,6 @@ package qwen4exp
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/gguf"
@@ -140,30 +139,10 @@ func (l *pleLayer) Forward(be backend.Backend, x, emb []float32, rows int, from,
 	// then ggml_mul by the [hc·embd] weight.
 	be.GroupRMSNorm(key, key, l.NormKey[:d], rows, e, l.Eps)
 	be.GroupRMSNorm(qry, x[:rows*d], l.NormQry[:d], rows, e, l.Eps)
-	if err := be.Sync(); err != nil { // the host computes the gates
-		return err
-	}
-	// Per stream: s = Σ key·query (products in float32, ggml_sum_rows in
-	// float64) / sqrt(embd), gate = sigmoid(sgn(s)·sqrt(max(|s|, 1e-6))).
-	scale := 1 / float32(math.Sqrt(float64(e)))
-	for i := 0; i < rows*hc; i++ {
-		k, q := key[i*e:(i+1)*e], qry[i*e:(i+1)*e]
-		var sum float64
-		for j, kj := range k {
-			sum += float64(kj * q[j])
-		}
-		s := float32(sum) * scale
-		mag := float32(math.Sqrt(float64(max(float32(math.Abs(float64(s))), 1e-6))))
-		switch {
-		case s > 0:
-			gate[i] = mag
-		case s < 0:
-			gate[i] = -mag
-		default:
-			gate[i] = 0
-		}
-		copy(gated[i*e:(i+1)*e], val[(i/hc)*e:(i/hc+1)*e])
-	}
+	// Per stream: s = Σ key·query / sqrt(embd), gate =
+	// sigmoid(sgn(s)·sqrt(max(|s|, 1e-6))) (the sigmoid in SigmoidMul).
+	be.PLEGate(gate, key, qry, rows*hc, e)
+	be.Repeat(gated, val, rows, hc, e)
 	be.SigmoidMul(gated, gate, rows*hc) // value broadcast over the streams, · sigmoid(gate)
 	be.GroupRMSNorm(convd, gated, l.NormConv[:d], rows, e, l.Eps)
 	// key is free again: it takes the convolution's output.

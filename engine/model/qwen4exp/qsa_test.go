@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/quant"
 )
 
@@ -56,7 +57,7 @@ func TestPartialSortIsLibstdcxx(t *testing.T) {
 		for j := range idx {
 			idx[j] = int32(j)
 		}
-		topKLess(c.V).partialSort(idx, c.K)
+		cpu.PartialSort(c.V, idx, c.K)
 		if !slices.Equal(idx[:c.K], c.Out) {
 			t.Fatalf("case %d (n %d, k %d): got %v, libstdc++ %v", i, len(c.V), c.K, idx[:c.K], c.Out)
 		}
@@ -94,7 +95,7 @@ func llamaSelect(scores []float32, dead float32, q, r, topK, nUsed, nKV int) []b
 	for j := range idx {
 		idx[j] = int32(j)
 	}
-	topKLess(vals).partialSort(idx, width)
+	cpu.PartialSort(vals, idx, width)
 	keep := make([]bool, q+1)
 	for _, j := range idx[:width] {
 		if int(j) <= q {
@@ -104,14 +105,14 @@ func llamaSelect(scores []float32, dead float32, q, r, topK, nUsed, nKV int) []b
 	return keep
 }
 
-// TestQSASelectMatchesLlama: qsaSelect, which sees only the query's
+// TestQSASelectMatchesLlama: cpu.QSASelectRow (the CPU backend's QSASelect), which sees only the query's
 // visible cells and gives every tail cell one value, keeps exactly the
 // cells llama.cpp's full-cache selection keeps, whatever the tail blocks'
 // own scores, the spare block's score and the cache's padding, with
 // scores full of ties (zeros from the ReLU, repeated values).
 func TestQSASelectMatchesLlama(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var sc qsaScratch
+	var sc cpu.QSAScratch
 	for c := 0; c < 3000; c++ {
 		r := 1 + rng.IntN(8)
 		topK := 1 + rng.IntN(40)
@@ -129,7 +130,7 @@ func TestQSASelectMatchesLlama(t *testing.T) {
 		dead := rng.Float32() * 100
 		want := llamaSelect(scores, dead, q, r, topK, nUsed, nKV)
 		sel := make([]uint64, (q+64)/64)
-		qsaSelect(sel, scores[:(q+1)/r], q, r, topK+r-1, &sc)
+		cpu.QSASelectRow(sel, scores[:(q+1)/r], q, r, topK+r-1, &sc)
 		for j := 0; j <= q; j++ {
 			if got := sel[j/64]>>(j%64)&1 == 1; got != want[j] {
 				t.Fatalf("case %d (r %d, top_k %d, q %d, %d used of %d cells): cell %d kept %v, llama.cpp %v",
@@ -142,13 +143,13 @@ func TestQSASelectMatchesLlama(t *testing.T) {
 // TestQSASelectKeepsWidth: a query that sees more cells than the width
 // keeps exactly the width, its whole tail among them.
 func TestQSASelectKeepsWidth(t *testing.T) {
-	var sc qsaScratch
+	var sc cpu.QSAScratch
 	scores := []float32{3, 0, 3, 1, 3, 2, 0, 0, 5, 0, 0, 0}
 	for q := 0; q < 48; q++ {
 		const r, topK = 4, 6
 		width := topK + r - 1
 		sel := make([]uint64, 1)
-		qsaSelect(sel, scores[:(q+1)/r], q, r, width, &sc)
+		cpu.QSASelectRow(sel, scores[:(q+1)/r], q, r, width, &sc)
 		n := 0
 		for j := 0; j <= q; j++ {
 			if sel[0]>>j&1 == 1 {
@@ -171,50 +172,15 @@ func TestQSAScoresAndPool(t *testing.T) {
 	q := []float32{1, 2, -1, 0}
 	keys := []float32{1, 1, 0.5, -3}
 	dst := make([]float32, 2)
-	qsaScores(dst, q, keys, 2, 2)
+	cpu.QSAScores(dst, q, keys, 2, 2)
 	if dst[0] != 3 || dst[1] != 0 {
 		t.Fatalf("scores %v, want [3 0]", dst)
 	}
-	raw := []uint16{floatToHalf(1), floatToHalf(2), floatToHalf(3), floatToHalf(-2), floatToHalf(0.5), floatToHalf(1)}
+	h := quant.Float32ToFP16
+	raw := []uint16{h(1), h(2), h(3), h(-2), h(0.5), h(1)}
 	pooled := make([]float32, 2)
-	qsaPool(pooled, raw, 3, 2)
+	cpu.QSAPool(pooled, raw, 3, 2)
 	if want := []float32{4.5 * float32(1.0/3), 1 * float32(1.0/3)}; !slices.Equal(pooled, want) {
 		t.Fatalf("pooled %v, want %v", pooled, want)
-	}
-}
-
-// TestHalfMatchesQuant: the package's F16 rounding is the kernels' (which
-// the KV cache uses) on every float32 class.
-func TestHalfMatchesQuant(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	check := func(f float32) {
-		got, want := floatToHalf(f), quant.Float32ToFP16(f)
-		if f != f {
-			if got&0x7c00 != 0x7c00 || got&0x3ff == 0 {
-				t.Fatalf("%v → %#04x, not a NaN", f, got)
-			}
-			return
-		}
-		if got != want {
-			t.Fatalf("%v (%#08x) → %#04x, kernels %#04x", f, math.Float32bits(f), got, want)
-		}
-		if back, want := halfToFloat(got), quant.FP16ToFloat32(got); math.Float32bits(back) != math.Float32bits(want) {
-			t.Fatalf("%#04x → %v, kernels %v", got, back, want)
-		}
-	}
-	for _, f := range []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65520, 65519.99, 1e-8, 2.9802322e-08, 5.9604645e-08, 6.1e-5,
-		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
-		check(f)
-	}
-	for i := 0; i < 1<<20; i++ {
-		check(math.Float32frombits(rng.Uint32()))
-		check(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(40)-30))))
-	}
-	for h := 0; h < 1<<16; h++ {
-		if f := quant.FP16ToFloat32(uint16(h)); f == f {
-			if got := halfToFloat(uint16(h)); math.Float32bits(got) != math.Float32bits(f) {
-				t.Fatalf("%#04x → %v, kernels %v", h, got, f)
-			}
-		}
 	}
 }

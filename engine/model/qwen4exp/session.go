@@ -178,14 +178,7 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 	cs := s.cs[:nt*hp.RopeDims]
 	// The wide residual starts as HC copies of the embedding.
 	be.GetRows(m.embd, b.Tokens, xn)
-	if err := be.Sync(); err != nil {
-		return err
-	}
-	for t := 0; t < nt; t++ {
-		for c := 0; c < hp.HC; c++ {
-			copy(x[t*hd+c*e:t*hd+(c+1)*e], xn[t*e:(t+1)*e])
-		}
-	}
+	be.Repeat(x, xn, nt, hp.HC, e)
 	// The PLE rows depend on the tokens alone: their reads start now and
 	// are collected at the PLE layer.
 	s.pleStart(b.Tokens)
@@ -225,12 +218,9 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 			return err
 		}
 		// The MoE adds into its residual argument: y starts at zero, so it
-		// holds the FFN output (shared + routed) alone. The host clears it
-		// once the queued combine has read the attention output in it.
-		if err := be.Sync(); err != nil {
-			return err
-		}
-		clear(y)
+		// holds the FFN output (shared + routed) alone. It is cleared
+		// after the queued combine has read the attention output in it.
+		be.Fill(y, 0)
 		if err := l.moe.Forward(ctx, be, xn, y, nt, &s.moe); err != nil {
 			return err
 		}
