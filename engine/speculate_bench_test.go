@@ -39,7 +39,8 @@ import (
 // round's plain runs (plain runs first and last in every round, and the
 // mean of the two is the reference: the host drifts over minutes, and
 // neighbours in time share its state). STRATA_BENCH_MEM=RAM or streaming
-// runs one of the two; STRATA_BENCH_REGIMES (names, comma-separated, e.g.
+// runs one of the two; STRATA_BENCH_CONTROL=1 adds a second plain engine
+// (its ratio shows what the benchmark can resolve); STRATA_BENCH_REGIMES (names, comma-separated, e.g.
 // "replay 0.9,lookup") only those regimes; STRATA_BENCH_VERBOSE=1 prints
 // every round.
 //
@@ -119,6 +120,13 @@ func BenchmarkSpeculation(b *testing.B) {
 		{"depth 3", engine.Speculation{Enabled: true, MaxDraft: 3}},
 		{"depth 5", engine.Speculation{Enabled: true, MaxDraft: 5}},
 		{"gate", engine.Speculation{Enabled: true, Gate: true, MaxDraft: 8}},
+	}
+	gateAt := len(configs) - 1
+	if os.Getenv("STRATA_BENCH_CONTROL") != "" {
+		// A second engine decoding plainly, rotated like the others: its
+		// ratio to the plain runs is the benchmark's resolution (another
+		// engine's memory placement, the host's drift between runs).
+		configs = append(configs, config{"control", engine.Speculation{}})
 	}
 	mems := []struct {
 		name string
@@ -215,7 +223,7 @@ func BenchmarkSpeculation(b *testing.B) {
 				fmt.Fprintf(&report, " | %s %6.1f (%.2f)", c.name, median(tps[i]), x)
 				b.ReportMetric(x, strings.ReplaceAll(mem.name+"/"+rg.name+"/"+c.name, " ", "_")+"_x")
 			}
-			g := last[len(configs)-1].Speculation
+			g := last[gateAt].Speculation
 			if g != nil {
 				acc := 0.0
 				if g.Verified > 0 {
