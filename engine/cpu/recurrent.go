@@ -115,12 +115,18 @@ func (b *Backend) CausalConv(out, x, from, state, w []float32, rows, channels, t
 	per := (channels + 4*b.pool.Threads() - 1) / (4 * b.pool.Threads())
 	per = max(8, (per+7)&^7)
 	c := &b.conv
-	*c = convTask{out: out, x: x, from: from, state: state, w: w, rows: rows, channels: channels, taps: taps, snaps: snaps, per: per, seq: c.seq}
+	*c = convTask{out: out, x: x, from: from, state: state, w: w, rows: rows, channels: channels, taps: taps, snaps: snaps, per: per, seq: c.seq, one: c.one}
 	for len(c.seq) < b.pool.Threads() {
 		c.seq = append(c.seq, nil)
 	}
+	if len(c.one) < per { // SiLU as SwiGLU with an up of ones (x·1 is exact)
+		c.one = make([]float32, per)
+		for i := range c.one {
+			c.one[i] = 1
+		}
+	}
 	b.pool.Run((channels+per-1)/per, c)
-	b.conv = convTask{seq: c.seq}
+	b.conv = convTask{seq: c.seq, one: c.one}
 }
 
 type convTask struct {
@@ -128,9 +134,14 @@ type convTask struct {
 	rows, channels, taps, per int
 	snaps                     [][]float32
 	seq                       [][]float32 // per thread: one channel's sequence
+	one                       []float32   // per ones for step's SiLU (read-only in Run)
 }
 
 func (c *convTask) Run(wk, item int) {
+	if c.rows == 1 && c.taps > 1 && noSnaps(c.snaps) {
+		c.step(item)
+		return
+	}
 	k := c.taps - 1
 	n := k + c.rows
 	if len(c.seq[wk]) < n {
@@ -180,6 +191,47 @@ func (c *convTask) Run(wk, item int) {
 		row := c.out[t*c.channels+c0 : t*c.channels+c1]
 		SwiGLU(row, row, ones)
 	}
+}
+
+// step is Run for a decode step (one row, no snapshots): the same sums in
+// the same order, read straight from the window before the row, without
+// gathering each channel's sequence first. The gather, five slice copies
+// a channel, was most of CausalConv's 5 % of a decoded token on the
+// 4-layer Qwen3-Next-shaped Q4_K_M file at one thread (Zen 5).
+func (c *convTask) step(item int) {
+	k := c.taps - 1
+	c0, c1 := item*c.per, min((item+1)*c.per, c.channels)
+	src := c.state
+	if c.from != nil {
+		src = c.from
+	}
+	for ch := c0; ch < c1; ch++ {
+		prev := src[ch*k : (ch+1)*k : (ch+1)*k]
+		w := c.w[ch*c.taps : (ch+1)*c.taps : (ch+1)*c.taps]
+		x := c.x[ch]
+		// ggml_ssm_conv sums in float32 without FMA.
+		var sum float32
+		for i, v := range prev {
+			sum += float32(v * w[i])
+		}
+		sum += float32(x * w[k])
+		c.out[ch] = sum
+		st := c.state[ch*k : (ch+1)*k : (ch+1)*k]
+		copy(st, prev[1:]) // overlapping when from is nil or state: copy moves
+		st[k-1] = x
+	}
+	row := c.out[c0:c1]
+	SwiGLU(row, row, c.one[:c1-c0])
+}
+
+// noSnaps reports whether snaps asks for no snapshot (every entry nil).
+func noSnaps(snaps [][]float32) bool {
+	for _, s := range snaps {
+		if s != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // GatedDeltaNet implements backend.Backend: one pool item per value head,

@@ -89,6 +89,29 @@ func TestCausalConv(t *testing.T) {
 	if !slices.Equal(out3, out) || !slices.Equal(dst, st) || !slices.Equal(from, st0) || !slices.Equal(snap, snaps[0]) {
 		t.Fatal("from → state differs from the in-place op")
 	}
+	// A decode step (one row, the session's nil snapshot, from its
+	// checkpoint into a spare state; or in place) takes its own path:
+	// the same bits as the general one (made to run by asking for a
+	// snapshot of that row).
+	for _, inPlace := range []bool{false, true} {
+		for _, c := range []int{ch, 8, 13, 1} { // whole blocks, one block, a scalar tail
+			wantOut, wantSt, snap := make([]float32, c), slices.Clone(st0[:c*(taps-1)]), make([]float32, c*(taps-1))
+			be.CausalConv(wantOut, x[:c], nil, wantSt, w[:c*taps], 1, c, taps, [][]float32{snap})
+			gotOut, from, dst := make([]float32, c), slices.Clone(st0[:c*(taps-1)]), randVec(rng, c*(taps-1), 9)
+			if inPlace {
+				be.CausalConv(gotOut, x[:c], nil, from, w[:c*taps], 1, c, taps, [][]float32{nil})
+				dst = from
+			} else {
+				be.CausalConv(gotOut, x[:c], from, dst, w[:c*taps], 1, c, taps, [][]float32{nil})
+				if !slices.Equal(from, st0[:c*(taps-1)]) {
+					t.Fatalf("%d channels: from was written", c)
+				}
+			}
+			if !slices.Equal(gotOut, wantOut) || !slices.Equal(dst, wantSt) || !slices.Equal(snap, wantSt) {
+				t.Fatalf("%d channels, in place %v: a decode step differs from the general path", c, inPlace)
+			}
+		}
+	}
 }
 
 // deltaRef is the gated delta rule in float64.
@@ -272,5 +295,22 @@ func BenchmarkGatedDeltaNet(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 		})
+	}
+}
+
+// BenchmarkCausalConvStep: one decode step of a Qwen3-Next-80B-A3B
+// DeltaNet layer's convolution (8192 channels, 4 taps), from a checkpoint
+// into a spare state, one thread.
+func BenchmarkCausalConvStep(b *testing.B) {
+	be := cpu.NewBackend(1)
+	defer be.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const ch, taps = 8192, 4
+	x, w := randVec(rng, ch, 1), randVec(rng, ch*taps, 0.5)
+	from, dst := randVec(rng, ch*(taps-1), 1), make([]float32, ch*(taps-1))
+	out := make([]float32, ch)
+	snaps := [][]float32{nil}
+	for b.Loop() {
+		be.CausalConv(out, x, from, dst, w, 1, ch, taps, snaps)
 	}
 }
