@@ -28,7 +28,11 @@ func TestLookup(t *testing.T) {
 		{"agreeing occurrences raise it", []int32{1, 2, 8, 1, 2, 8, 1, 2, 8, 1, 2}, 2,
 			// the 4-gram 2 8 1 2 occurs twice before; both continue 8, 1
 			[]int32{8, 1}, []float64{3. / 4, 3. / 4}},
-		{"the draft stops at the context's end", []int32{4, 4, 4}, 5, []int32{4}, []float64{2. / 3}},
+		{"a repeated token continues into the draft", []int32{4, 4, 4}, 5, []int32{4, 4, 4, 4, 4}, []float64{2. / 3, 2. / 3, 2. / 3, 2. / 3, 2. / 3}},
+		{"so does a period of 3, with its probabilities", []int32{1, 2, 3, 7, 1, 2, 3, 1, 2, 3}, 5,
+			// 1 2 3 most recently ends at 7 (continuing 1, 2, 3), before at 3 (continuing 7)
+			[]int32{1, 2, 3, 1, 2}, []float64{2. / 4, 2. / 3, 2. / 3, 2. / 4, 2. / 3}},
+		{"a period of 2 stops at max", []int32{7, 8, 7, 8}, 3, []int32{7, 8, 7}, []float64{2. / 3, 2. / 3, 2. / 3}},
 		{"too short", []int32{1, 1}, 5, nil, nil},
 	}
 	for _, tt := range tests {
