@@ -3,8 +3,10 @@ package blocks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/strata-llm/strata/engine/backend"
+	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/routing"
 )
@@ -34,6 +36,10 @@ type MoE struct {
 	// Shared, if not nil, is an expert every token uses, added to the
 	// routed experts' sum (qwen3next).
 	Shared *SharedExpert
+	// Tensors are the layer's expert tensors (their types): with them, a
+	// backend that implements backend.Handshaker runs a one-row layer
+	// without a Sync (nil: the layer always syncs).
+	Tensors *model.LayerExperts
 }
 
 // SharedExpert is a dense SwiGLU FFN of FF hidden values whose output is
@@ -74,6 +80,20 @@ type MoEBuf struct {
 	res    []bool  // residency snapshot
 	psel   []int32 // predicted choices: [rows][used]
 	pwts   []float32
+	hs     hsBuf
+}
+
+// hsBuf is the scratch of the handshake path (forwardHandshake): device
+// memory the ops write and the host reads at the handshake.
+type hsBuf struct {
+	sel, psel []int32   // [used]: Route's choices, the next layer's predicted
+	wts, pwts []float32 // [used]
+	down      []float32 // [used][embd]: each slot's expert output
+	order     []int32
+	ready     []int
+	got       []bool
+	next      []int32
+	inNext    []bool
 }
 
 // Forward adds the layer's output for rows rows of the normed input xn
@@ -86,6 +106,9 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	logits := buf.logits[:rows*ne]
 	be.Linear(m.Router, xn, rows, logits)
 	be.Softmax(logits, rows, ne)
+	if hs, ok := be.(backend.Handshaker); ok && rows == 1 && m.Tensors != nil && !m.policy().Enabled {
+		return m.forwardHandshake(be, hs, xn, x, logits, buf)
+	}
 	if cap(buf.sel) < rows*nu {
 		buf.sel = make([]int32, rows*nu)
 		buf.wts = make([]float32, rows*nu)
@@ -292,4 +315,133 @@ func (m *MoE) policy() routing.CacheRoute {
 		return routing.CacheRoute{}
 	}
 	return m.Routing.Policy
+}
+
+// forwardHandshake is Forward for one row on a backend with handshakes:
+// the routing, the next layer's prediction (a streaming provider), the
+// shared expert, the routed experts and the combine are all queued, with
+// one handshake between the routing and the experts where the host fetches
+// the chosen experts and puts them into the backend's slots; nothing
+// syncs, so a decode step is one command buffer. The host waits inside the
+// handshake until every chosen expert has arrived (no overlap of expert
+// reads with expert compute: the device is stopped there anyway). The
+// provider sees the calls of the Sync path in the same order (Fetch of the
+// experts ascending, Prefetch of the prediction, Ready and Done), so
+// residency and the results are the same.
+//
+// Cache-aware routing (which routes against the residency the previous
+// layer's handshake leaves) keeps the Sync path: its residency snapshot is
+// taken on the host when the layer is queued.
+func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x, logits []float32, buf *MoEBuf) error {
+	ne, nu, e := m.Experts, m.Used, m.Embd
+	h := &buf.hs
+	if len(h.sel) < nu || len(h.down) < nu*e {
+		h.sel, h.psel = backend.AllocI32(be, nu), backend.AllocI32(be, nu)
+		h.wts, h.pwts = be.Alloc(nu), be.Alloc(nu)
+		h.down = be.Alloc(nu * e)
+	}
+	sel, wts, down := h.sel[:nu], h.wts[:nu], h.down[:nu*e]
+	be.Route(logits, 1, ne, nu, m.WeightsScale, routing.CacheRoute{}, nil, sel, wts)
+	predict := m.NextRouter != nil && m.Provider.Streaming()
+	var psel []int32
+	if predict { // readAhead's prediction, queued: exact routing needs no residency
+		if len(buf.pred) < ne {
+			buf.pred = be.Alloc(ne)
+		}
+		p := buf.pred[:ne]
+		be.Linear(m.NextRouter, xn, 1, p)
+		be.Softmax(p, 1, ne)
+		psel = h.psel[:nu]
+		be.Route(p, 1, ne, nu, 0, routing.CacheRoute{}, nil, psel, h.pwts[:nu])
+	}
+	t := m.Tensors
+	slots, err := hs.ExpertSlots(ne, nu, e, m.FF, [3]ggml.Type{t.Gate.Type, t.Up.Type, t.Down.Type})
+	if err != nil {
+		return fmt.Errorf("layer %d: %w", m.Layer, err)
+	}
+	hs.Handshake(func(ctx context.Context) error {
+		if err := m.loadExperts(ctx, slots, logits, sel, psel, h); err != nil {
+			return fmt.Errorf("layer %d: experts: %w", m.Layer, err)
+		}
+		return nil
+	})
+	var sh []float32
+	if m.Shared != nil {
+		if sh, err = m.shared(be, xn, 1, buf); err != nil {
+			return err
+		}
+	}
+	if err := hs.SlotExpertsFFN(slots, xn, sel, down); err != nil {
+		return fmt.Errorf("layer %d: %w", m.Layer, err)
+	}
+	if sh == nil {
+		hs.CombineWeights(x[:e], e, nu, wts, down)
+		return nil
+	}
+	hs.CombineWeights(sh, e, nu, wts, down) // as Forward: the routed sum into the shared output, then x
+	be.Add(x, sh)
+	return nil
+}
+
+// loadExperts runs at the handshake: it records the routing (usage), asks
+// the provider for the chosen experts (and, with a prediction, reads ahead
+// the next layer's), and puts each into its slot as it arrives.
+func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, sel, psel []int32, h *hsBuf) error {
+	if m.Usage != nil {
+		if rr, ok := m.Usage.(model.RouteRecorder); ok {
+			rr.AddRoute(m.Layer, logits, sel)
+		}
+		m.Usage.Add(m.Layer, sel)
+	}
+	h.order = append(h.order[:0], sel...)
+	slices.Sort(h.order)
+	for i := 1; i < len(h.order); i++ {
+		if h.order[i] == h.order[i-1] || h.order[i] < 0 || int(h.order[i]) >= m.Experts {
+			return fmt.Errorf("routing chose experts %v", sel)
+		}
+	}
+	f, err := m.Provider.Fetch(ctx, m.Layer, h.order)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	if psel != nil {
+		if len(h.inNext) < m.Experts {
+			h.inNext = make([]bool, m.Experts)
+		}
+		clear(h.inNext)
+		h.next = h.next[:0]
+		for _, ex := range psel { // in rank order, as readAhead
+			if ex >= 0 && int(ex) < m.Experts && !h.inNext[ex] {
+				h.inNext[ex] = true
+				h.next = append(h.next, ex)
+			}
+		}
+		m.Provider.Prefetch(m.Layer+1, h.next)
+	}
+	if cap(h.got) < len(h.order) {
+		h.got = make([]bool, len(h.order))
+	}
+	h.got = h.got[:len(h.order)]
+	clear(h.got)
+	done := 0
+	for done < len(h.order) {
+		if h.ready, err = f.Ready(ctx, h.ready[:0]); err != nil {
+			return err
+		}
+		for _, a := range h.ready {
+			if a < 0 || a >= len(h.order) || h.got[a] {
+				return fmt.Errorf("expert provider returned index %d twice or out of range", a)
+			}
+			h.got[a] = true
+			ex := h.order[a]
+			k := slices.Index(sel, ex)
+			if err := slots.Put(k, ex, f.Weights(a)); err != nil {
+				return err
+			}
+		}
+		done += len(h.ready)
+		f.Done(h.ready) // copied: the provider may reuse their memory
+	}
+	return nil
 }

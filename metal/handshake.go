@@ -1,0 +1,162 @@
+package metal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/strata-llm/strata/engine/backend"
+	"github.com/strata-llm/strata/engine/ggml"
+)
+
+// One command buffer per decode step (engine/backend.Handshaker): a MoE
+// layer of one row records its router, Route (the choices and weights into
+// device memory), a handshake, the experts through a slot map and the
+// combine with the weights read on the device. At the handshake the host
+// (the MoE block) reads the choices, fetches the experts from its provider
+// and Puts each into a slot of device memory, writing the slot map; the
+// GPU then goes on. The step's only Sync is the one that reads the logits.
+//
+// Put copies the expert's weights into the slots. That works for every
+// provider (the streaming arena, the file's mapping) and every device (the
+// emulator has no no-copy buffers, and MapHost cuts memory over 1.25 GiB
+// into several buffers, so an arena of several GB is not one buffer the
+// kernels could index). The cost is a copy of the chosen experts per layer
+// (on an M-series Mac a memcpy at tens of GB/s, against the SSD reads the
+// streaming provider does anyway); binding the arena's own buffer and
+// writing byte offsets into the slot map instead is left for when a Mac
+// can measure both (README, "Not done yet").
+
+var _ backend.Handshaker = (*Backend)(nil)
+
+// Handshake implements backend.Handshaker.
+func (b *Backend) Handshake(fn func(ctx context.Context) error) {
+	b.cmds.Handshake(fn)
+}
+
+// expertSlots are used experts' weights in device memory: slot k at
+// k·slotBytes holds gate, up and down at off[0..2] (256-byte aligned, as
+// the Arena lays out its slots), and slotMap[expert] = k.
+type expertSlots struct {
+	experts, used, embd, ff int
+	t                       [3]ggml.Type
+	size                    [3]int // bytes of gate, up, down
+	off                     [3]int
+	slotBytes               int
+	mem, slotMap            Buffer
+}
+
+type slotsKey struct {
+	experts, used, embd, ff int
+	t                       [3]ggml.Type
+}
+
+// ExpertSlots implements backend.Handshaker. Slots of one shape are made
+// once per Backend and shared by every layer (and session) using that
+// shape: a handshake refills them only after the ops before it, the
+// previous layer's experts included, have completed.
+func (b *Backend) ExpertSlots(experts, used, embd, ff int, t [3]ggml.Type) (backend.ExpertSlots, error) {
+	key := slotsKey{experts, used, embd, ff, t}
+	if s, ok := b.slots[key]; ok {
+		return s, nil
+	}
+	if used < 1 || used > experts || embd <= 0 || ff <= 0 {
+		return nil, fmt.Errorf("metal backend: expert slots: %d of %d experts, %d×%d", used, experts, embd, ff)
+	}
+	s := &expertSlots{experts: experts, used: used, embd: embd, ff: ff, t: t}
+	for i, d := range [3][2]int{{ff, embd}, {ff, embd}, {embd, ff}} {
+		wt, err := weightType(t[i])
+		if err != nil {
+			return nil, fmt.Errorf("metal backend: expert slots: %w", err)
+		}
+		if d[1]%32 != 0 || d[1]%wt.BlockVals != 0 {
+			return nil, fmt.Errorf("metal backend: expert slots: %s rows of %d values", t[i], d[1])
+		}
+		s.size[i] = d[0] * wt.RowBytes(d[1])
+		s.off[i] = s.slotBytes
+		s.slotBytes += (s.size[i] + 255) &^ 255
+	}
+	var err error
+	if s.mem, err = b.dev.Alloc(used * s.slotBytes); err != nil {
+		return nil, fmt.Errorf("metal backend: expert slots: %w", err)
+	}
+	if s.slotMap, err = b.dev.Alloc(4 * experts); err != nil {
+		return nil, fmt.Errorf("metal backend: expert slot map: %w", err)
+	}
+	if b.slots == nil {
+		b.slots = map[slotsKey]*expertSlots{}
+	}
+	b.slots[key] = s
+	return s, nil
+}
+
+// Put implements backend.ExpertSlots.
+func (s *expertSlots) Put(k int, expert int32, w backend.ExpertWeights) error {
+	if k < 0 || k >= s.used || expert < 0 || int(expert) >= s.experts {
+		return fmt.Errorf("metal backend: expert %d into slot %d (%d slots, %d experts)", expert, k, s.used, s.experts)
+	}
+	mem := s.mem.Bytes()[k*s.slotBytes:]
+	for i, p := range []struct {
+		b []byte
+		t ggml.Type
+	}{{w.Gate, w.GateT}, {w.Up, w.UpT}, {w.Down, w.DownT}} {
+		if p.t != s.t[i] || len(p.b) != s.size[i] {
+			return fmt.Errorf("metal backend: expert %d: matrix %d is %s of %d bytes, the slots hold %s of %d", expert, i, p.t, len(p.b), s.t[i], s.size[i])
+		}
+		copy(mem[s.off[i]:], p.b)
+	}
+	binary.LittleEndian.PutUint32(s.slotMap.Bytes()[4*expert:], uint32(k))
+	return nil
+}
+
+// device binds mem, which the device must read when the op runs (written
+// by an op or a handshake after recording): it must be device memory, as
+// a staged copy would be taken now.
+func (b *Backend) device(mem []byte, what string) BufRef {
+	r, ok := b.find(uintptr(unsafe.Pointer(unsafe.SliceData(mem))), len(mem))
+	if !ok {
+		b.fail(fmt.Errorf("metal backend: %s is not backend memory", what))
+	}
+	return r
+}
+
+// SlotExpertsFFN implements backend.Handshaker: the gate and up mat-vecs
+// of every slot in one dispatch each (matrix k of expert sel[k] at slot
+// slotMap[sel[k]]), SwiGLU, the down mat-vec; the same kernels and
+// arithmetic as ExpertsFFN's per-row mat-vecs.
+func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, sel []int32, out []float32) error {
+	s, ok := es.(*expertSlots)
+	if !ok {
+		return fmt.Errorf("metal backend: expert slots of another backend")
+	}
+	if len(sel) < s.used || len(in) < s.embd || len(out) < s.used*s.embd {
+		return fmt.Errorf("metal backend: slot experts: %d choices, %d inputs, %d outputs for %d slots of %d", len(sel), len(in), len(out), s.used, s.embd)
+	}
+	c := &b.cmds
+	n, e, ff := s.used, s.embd, s.ff
+	ids := b.device(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 4*n), "the experts' choices")
+	slots := BufRef{Buf: s.slotMap}
+	scratch := b.reserve(4 * 3 * n * ff)
+	gate, up := scratch, BufRef{Buf: scratch.Buf, Off: scratch.Off + 4*n*ff}
+	hidden := BufRef{Buf: scratch.Buf, Off: scratch.Off + 8*n*ff}
+	w, x := BufRef{Buf: s.mem}, b.in(in[:e])
+	MatVec{T: s.t[0], Rows: ff, Cols: e, N: n, W: w, X: x, Y: gate, IDs: &ids, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[0]}.Encode(c)
+	MatVec{T: s.t[1], Rows: ff, Cols: e, N: n, W: w, X: x, Y: up, IDs: &ids, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[1]}.Encode(c)
+	c.Barrier()
+	SwiGLU{N: n * ff, Gate: gate, Up: up, Out: hidden}.Encode(c)
+	c.Barrier()
+	MatVec{T: s.t[2], Rows: e, Cols: ff, N: n, W: w, X: hidden, XStride: ff, Y: b.out(out[:n*e]), IDs: &ids, Slots: &slots,
+		SlotBytes: s.slotBytes, WOff: s.off[2]}.Encode(c)
+	c.Barrier()
+	return c.Err()
+}
+
+// CombineWeights implements backend.Handshaker with kernel_moe_combine
+// (o = src₀·w₀, o += src_k·w_k, x += o: Combine's Axpy chain and Add, in
+// the same order).
+func (b *Backend) CombineWeights(x []float32, embd, used int, wts, src []float32) {
+	Combine{Embd: embd, K: used, X: b.out(x[:embd]), Down: b.in(src[:used*embd]),
+		Weights: b.device(f32Bytes(wts[:used]), "the experts' weights")}.Encode(&b.cmds)
+	b.cmds.Barrier()
+}

@@ -1,0 +1,142 @@
+//go:build linux || darwin
+
+package metal_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-llm/strata/engine/backend"
+	"github.com/strata-llm/strata/engine/experts"
+	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/gguf"
+	"github.com/strata-llm/strata/engine/model"
+	"github.com/strata-llm/strata/engine/model/qwen3next"
+	"github.com/strata-llm/strata/engine/model/qwen4exp"
+	"github.com/strata-llm/strata/engine/synth"
+	"github.com/strata-llm/strata/metal"
+)
+
+// syncOnly is the Metal backend without its handshakes (only the methods
+// of backend.Backend are promoted), so the MoE layers take the Sync path:
+// two command buffers per layer and step.
+type syncOnly struct{ backend.Backend }
+
+// A decode step of qwen3next and qwen4exp (QSA selecting, blocks pooled on
+// the device) through the Metal Backend is one command buffer, with a
+// handshake per MoE layer in which the host fetches the chosen experts from
+// a streaming provider whose arena holds 3 of the 32 experts (fewer than
+// two layers' choices, so nearly every handshake reads experts from the
+// file and evicts others), and its logits are bit-identical to the Sync
+// path's (the same kernels on the same values in the same order), over a
+// prompt and 9 decode tokens.
+func TestBackendOneBufferDecode(t *testing.T) {
+	decode := []int32{42, 100, 5, 9, 300, 17, 1000, 64, 8}
+	t.Run("qwen3next", func(t *testing.T) {
+		cfg := synth.Defaults(synth.ArchQwen3Next)
+		cfg.Type, cfg.Seed = ggml.Q4_K, 5
+		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode)
+	})
+	t.Run("qwen4exp", func(t *testing.T) {
+		cfg := synth.Defaults(synth.ArchQwen4Exp)
+		cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, 1
+		oneBufferMatchesSyncs(t, cfg, qwen4exp.Open, decode)
+	})
+}
+
+type decodeRun struct {
+	logits [][]float32 // per step, the last row's
+	syncs  []int       // per step
+	misses []int64     // per step: experts the handshakes (or Syncs) read from the file
+}
+
+func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode []int32) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(ctx, path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	run := func(oneBuffer bool) decodeRun {
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		mb := metal.NewBackend(testDevice(t))
+		var be backend.Backend = mb
+		if !oneBuffer {
+			be = syncOnly{mb}
+		}
+		var st *experts.Stream
+		newStream := func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+			probe, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 1, Readers: 2})
+			if err != nil {
+				return nil, err
+			}
+			slot := probe.Stats().SlotBytes
+			probe.Close()
+			if st, err = experts.NewStream(f, l, experts.StreamOptions{Budget: 3 * slot, Readers: 2}); err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { st.Close() })
+			if s := st.Stats().Slots; s != 3 || s >= cfg.Layers*cfg.Experts {
+				return nil, fmt.Errorf("arena of %d slots, want 3 (of %d experts)", s, cfg.Layers*cfg.Experts)
+			}
+			return st, nil
+		}
+		m, err := open(f, model.Options{Backend: be, NewExperts: newStream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.NewSession(32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r decodeRun
+		for _, toks := range append([][]int32{{3, 99, 200, 7, 7}}, splitTokens(decode)...) {
+			b := model.Batch{Tokens: toks} // the last row's logits
+			n0, m0 := mb.Syncs(), st.Stats().Misses
+			if err := s.Forward(ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			r.syncs = append(r.syncs, mb.Syncs()-n0)
+			r.misses = append(r.misses, st.Stats().Misses-m0)
+			r.logits = append(r.logits, append([]float32(nil), b.Out[0]...))
+		}
+		return r
+	}
+	one, syncs := run(true), run(false)
+	var missed int64
+	for step := 1; step < len(one.syncs); step++ {
+		if one.syncs[step] != 1 {
+			t.Errorf("decode step %d: %d command buffers, want 1", step, one.syncs[step])
+		}
+		if syncs.syncs[step] <= 1 {
+			t.Errorf("decode step %d on the Sync path: %d command buffers (the comparison is void)", step, syncs.syncs[step])
+		}
+		missed += one.misses[step]
+	}
+	if missed == 0 {
+		t.Error("no handshake read an expert from the file: the arena held them all")
+	}
+	for step := range one.logits {
+		for i, v := range one.logits[step] {
+			if w := syncs.logits[step][i]; math.Float32bits(v) != math.Float32bits(w) {
+				t.Fatalf("step %d logit %d: %g in one command buffer, %g with Syncs", step, i, v, w)
+			}
+		}
+	}
+	t.Logf("command buffers per step (prompt first): one buffer %v, Sync path %v; experts read at the decode handshakes: %d (per step %v)",
+		one.syncs, syncs.syncs, missed, one.misses)
+}
+
+func splitTokens(toks []int32) [][]int32 {
+	out := make([][]int32, len(toks))
+	for i, tk := range toks {
+		out[i] = []int32{tk}
+	}
+	return out
+}
