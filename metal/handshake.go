@@ -11,12 +11,13 @@ import (
 )
 
 // One command buffer per decode step (engine/backend.Handshaker): a MoE
-// layer of one row records its router, Route (the choices and weights into
+// layer of a few rows (a decode step, a speculative verification) records its router, Route (the choices and weights into
 // device memory), a handshake, the experts through a slot map and the
 // combine with the weights read on the device. At the handshake the host
 // (the MoE block) reads the choices, fetches the experts from its provider
 // and Puts each into a slot of device memory, writing the slot map; the
 // GPU then goes on. The step's only Sync is the one that reads the logits.
+// Up to 4 rows per batch take this path (engine/model/blocks).
 //
 // Put copies the expert's weights into the slots. That works for every
 // provider (the streaming arena, the file's mapping) and every device (the
@@ -35,36 +36,36 @@ func (b *Backend) Handshake(fn func(ctx context.Context) error) {
 	b.cmds.Handshake(fn)
 }
 
-// expertSlots are used experts' weights in device memory: slot k at
+// expertSlots are n experts' weights in device memory: slot k at
 // k·slotBytes holds gate, up and down at off[0..2] (256-byte aligned, as
 // the Arena lays out its slots), and slotMap[expert] = k.
 type expertSlots struct {
-	experts, used, embd, ff int
-	t                       [3]ggml.Type
-	size                    [3]int // bytes of gate, up, down
-	off                     [3]int
-	slotBytes               int
-	mem, slotMap            Buffer
+	experts, n, embd, ff int
+	t                    [3]ggml.Type
+	size                 [3]int // bytes of gate, up, down
+	off                  [3]int
+	slotBytes            int
+	mem, slotMap         Buffer
 }
 
 type slotsKey struct {
-	experts, used, embd, ff int
-	t                       [3]ggml.Type
+	experts, n, embd, ff int
+	t                    [3]ggml.Type
 }
 
 // ExpertSlots implements backend.Handshaker. Slots of one shape are made
 // once per Backend and shared by every layer (and session) using that
 // shape: a handshake refills them only after the ops before it, the
 // previous layer's experts included, have completed.
-func (b *Backend) ExpertSlots(experts, used, embd, ff int, t [3]ggml.Type) (backend.ExpertSlots, error) {
-	key := slotsKey{experts, used, embd, ff, t}
+func (b *Backend) ExpertSlots(experts, n, embd, ff int, t [3]ggml.Type) (backend.ExpertSlots, error) {
+	key := slotsKey{experts, n, embd, ff, t}
 	if s, ok := b.slots[key]; ok {
 		return s, nil
 	}
-	if used < 1 || used > experts || embd <= 0 || ff <= 0 {
-		return nil, fmt.Errorf("metal backend: expert slots: %d of %d experts, %d×%d", used, experts, embd, ff)
+	if n < 1 || n > experts || embd <= 0 || ff <= 0 {
+		return nil, fmt.Errorf("metal backend: expert slots: %d of %d experts, %d×%d", n, experts, embd, ff)
 	}
-	s := &expertSlots{experts: experts, used: used, embd: embd, ff: ff, t: t}
+	s := &expertSlots{experts: experts, n: n, embd: embd, ff: ff, t: t}
 	for i, d := range [3][2]int{{ff, embd}, {ff, embd}, {embd, ff}} {
 		wt, err := weightType(t[i])
 		if err != nil {
@@ -78,7 +79,7 @@ func (b *Backend) ExpertSlots(experts, used, embd, ff int, t [3]ggml.Type) (back
 		s.slotBytes += (s.size[i] + 255) &^ 255
 	}
 	var err error
-	if s.mem, err = b.dev.Alloc(used * s.slotBytes); err != nil {
+	if s.mem, err = b.dev.Alloc(n * s.slotBytes); err != nil {
 		return nil, fmt.Errorf("metal backend: expert slots: %w", err)
 	}
 	if s.slotMap, err = b.dev.Alloc(4 * experts); err != nil {
@@ -93,8 +94,8 @@ func (b *Backend) ExpertSlots(experts, used, embd, ff int, t [3]ggml.Type) (back
 
 // Put implements backend.ExpertSlots.
 func (s *expertSlots) Put(k int, expert int32, w backend.ExpertWeights) error {
-	if k < 0 || k >= s.used || expert < 0 || int(expert) >= s.experts {
-		return fmt.Errorf("metal backend: expert %d into slot %d (%d slots, %d experts)", expert, k, s.used, s.experts)
+	if k < 0 || k >= s.n || expert < 0 || int(expert) >= s.experts {
+		return fmt.Errorf("metal backend: expert %d into slot %d (%d slots, %d experts)", expert, k, s.n, s.experts)
 	}
 	mem := s.mem.Bytes()[k*s.slotBytes:]
 	for i, p := range []struct {
@@ -121,28 +122,34 @@ func (b *Backend) device(mem []byte, what string) BufRef {
 	return r
 }
 
-// SlotExpertsFFN implements backend.Handshaker: the gate and up mat-vecs
-// of every slot in one dispatch each (matrix k of expert sel[k] at slot
-// slotMap[sel[k]]), SwiGLU, the down mat-vec; the same kernels and
-// arithmetic as ExpertsFFN's per-row mat-vecs.
-func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, sel []int32, out []float32) error {
+// SlotExpertsFFN implements backend.Handshaker: per row, the gate and up
+// mat-vecs of its used experts in one dispatch each (matrix k of expert
+// sel[r·used+k] at slot slotMap[sel[r·used+k]]), SwiGLU, and the down
+// mat-vecs of every row in one dispatch; the same kernels and arithmetic
+// as ExpertsFFN's per-row mat-vecs.
+func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, rows, used int, sel []int32, out []float32) error {
 	s, ok := es.(*expertSlots)
 	if !ok {
 		return fmt.Errorf("metal backend: expert slots of another backend")
 	}
-	if len(sel) < s.used || len(in) < s.embd || len(out) < s.used*s.embd {
-		return fmt.Errorf("metal backend: slot experts: %d choices, %d inputs, %d outputs for %d slots of %d", len(sel), len(in), len(out), s.used, s.embd)
+	e, ff, n := s.embd, s.ff, rows*used
+	if rows < 1 || used < 1 || len(sel) < n || len(in) < rows*e || len(out) < n*e {
+		return fmt.Errorf("metal backend: slot experts: %d choices, %d inputs, %d outputs for %d rows of %d experts of %d", len(sel), len(in), len(out), rows, used, e)
 	}
 	c := &b.cmds
-	n, e, ff := s.used, s.embd, s.ff
 	ids := b.device(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 4*n), "the experts' choices")
 	slots := BufRef{Buf: s.slotMap}
 	scratch := b.reserve(4 * 3 * n * ff)
 	gate, up := scratch, BufRef{Buf: scratch.Buf, Off: scratch.Off + 4*n*ff}
 	hidden := BufRef{Buf: scratch.Buf, Off: scratch.Off + 8*n*ff}
-	w, x := BufRef{Buf: s.mem}, b.in(in[:e])
-	MatVec{T: s.t[0], Rows: ff, Cols: e, N: n, W: w, X: x, Y: gate, IDs: &ids, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[0]}.Encode(c)
-	MatVec{T: s.t[1], Rows: ff, Cols: e, N: n, W: w, X: x, Y: up, IDs: &ids, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[1]}.Encode(c)
+	w, x := BufRef{Buf: s.mem}, b.in(in[:rows*e])
+	for r := 0; r < rows; r++ {
+		xr := BufRef{Buf: x.Buf, Off: x.Off + 4*r*e}
+		idr := BufRef{Buf: ids.Buf, Off: ids.Off + 4*r*used}
+		at := func(y BufRef) BufRef { return BufRef{Buf: y.Buf, Off: y.Off + 4*r*used*ff} }
+		MatVec{T: s.t[0], Rows: ff, Cols: e, N: used, W: w, X: xr, Y: at(gate), IDs: &idr, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[0]}.Encode(c)
+		MatVec{T: s.t[1], Rows: ff, Cols: e, N: used, W: w, X: xr, Y: at(up), IDs: &idr, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[1]}.Encode(c)
+	}
 	c.Barrier()
 	SwiGLU{N: n * ff, Gate: gate, Up: up, Out: hidden}.Encode(c)
 	c.Barrier()
@@ -152,11 +159,15 @@ func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, sel []int
 	return c.Err()
 }
 
-// CombineWeights implements backend.Handshaker with kernel_moe_combine
-// (o = src₀·w₀, o += src_k·w_k, x += o: Combine's Axpy chain and Add, in
-// the same order).
-func (b *Backend) CombineWeights(x []float32, embd, used int, wts, src []float32) {
-	Combine{Embd: embd, K: used, X: b.out(x[:embd]), Down: b.in(src[:used*embd]),
-		Weights: b.device(f32Bytes(wts[:used]), "the experts' weights")}.Encode(&b.cmds)
+// CombineWeights implements backend.Handshaker with kernel_moe_combine per
+// row (o = src₀·w₀, o += src_k·w_k, x += o: Combine's Axpy chain and Add,
+// in the same order).
+func (b *Backend) CombineWeights(x []float32, rows, embd, used int, wts, src []float32) {
+	xb, sb := b.out(x[:rows*embd]), b.in(src[:rows*used*embd])
+	wb := b.device(f32Bytes(wts[:rows*used]), "the experts' weights")
+	for r := 0; r < rows; r++ {
+		Combine{Embd: embd, K: used, X: BufRef{Buf: xb.Buf, Off: xb.Off + 4*r*embd}, Down: BufRef{Buf: sb.Buf, Off: sb.Off + 4*r*used*embd},
+			Weights: BufRef{Buf: wb.Buf, Off: wb.Off + 4*r*used}}.Encode(&b.cmds)
+	}
 	b.cmds.Barrier()
 }

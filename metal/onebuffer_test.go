@@ -32,9 +32,10 @@ type syncOnly struct{ backend.Backend }
 // two layers' choices, so nearly every handshake reads experts from the
 // file and evicts others), and its logits are bit-identical to the Sync
 // path's (the same kernels on the same values in the same order), over a
-// prompt and 9 decode tokens.
+// prompt, 9 decode tokens and batches of 2 and 3 rows (speculative
+// verification: up to handshakeRows rows go through the handshakes).
 func TestBackendOneBufferDecode(t *testing.T) {
-	decode := []int32{42, 100, 5, 9, 300, 17, 1000, 64, 8}
+	decode := append(splitTokens([]int32{42, 100, 5, 9, 300, 17, 1000, 64, 8}), []int32{11, 12}, []int32{13, 14, 15})
 	t.Run("qwen3next", func(t *testing.T) {
 		cfg := synth.Defaults(synth.ArchQwen3Next)
 		cfg.Type, cfg.Seed = ggml.Q4_K, 5
@@ -48,12 +49,12 @@ func TestBackendOneBufferDecode(t *testing.T) {
 }
 
 type decodeRun struct {
-	logits [][]float32 // per step, the last row's
+	logits [][]float32 // every row's, step by step
 	syncs  []int       // per step
 	misses []int64     // per step: experts the handshakes (or Syncs) read from the file
 }
 
-func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode []int32) {
+func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode [][]int32) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	if err := synth.Write(ctx, path, cfg); err != nil {
@@ -96,15 +97,21 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 			t.Fatal(err)
 		}
 		var r decodeRun
-		for _, toks := range append([][]int32{{3, 99, 200, 7, 7}}, splitTokens(decode)...) {
-			b := model.Batch{Tokens: toks} // the last row's logits
+		for _, toks := range append([][]int32{{3, 99, 200, 7, 7}}, decode...) {
+			flags := make([]bool, len(toks))
+			for i := range flags {
+				flags[i] = true
+			}
+			b := model.Batch{Tokens: toks, Logits: flags}
 			n0, m0 := mb.Syncs(), st.Stats().Misses
 			if err := s.Forward(ctx, &b); err != nil {
 				t.Fatal(err)
 			}
 			r.syncs = append(r.syncs, mb.Syncs()-n0)
 			r.misses = append(r.misses, st.Stats().Misses-m0)
-			r.logits = append(r.logits, append([]float32(nil), b.Out[0]...))
+			for _, row := range b.Out {
+				r.logits = append(r.logits, append([]float32(nil), row...))
+			}
 		}
 		return r
 	}
@@ -122,10 +129,10 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 	if missed == 0 {
 		t.Error("no handshake read an expert from the file: the arena held them all")
 	}
-	for step := range one.logits {
-		for i, v := range one.logits[step] {
-			if w := syncs.logits[step][i]; math.Float32bits(v) != math.Float32bits(w) {
-				t.Fatalf("step %d logit %d: %g in one command buffer, %g with Syncs", step, i, v, w)
+	for row := range one.logits {
+		for i, v := range one.logits[row] {
+			if w := syncs.logits[row][i]; math.Float32bits(v) != math.Float32bits(w) {
+				t.Fatalf("row %d (prompt first) logit %d: %g in one command buffer, %g with Syncs", row, i, v, w)
 			}
 		}
 	}

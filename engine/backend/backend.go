@@ -297,31 +297,33 @@ type Handshaker interface {
 	// is returned by the Sync that runs it, and the ops after it do not
 	// run.
 	Handshake(fn func(ctx context.Context) error)
-	// ExpertSlots returns used slots in backend memory for one expert
-	// each (gate and up of t[0], t[1]: [ff × embd]; down of t[2]:
-	// [embd × ff]) among experts, filled by Put at a Handshake and read by
+	// ExpertSlots returns n slots in backend memory for one expert each
+	// (gate and up of t[0], t[1]: [ff × embd]; down of t[2]: [embd × ff])
+	// among experts, filled by Put at a Handshake and read by
 	// SlotExpertsFFN. Slots of the same shape may be returned to several
 	// layers: each layer's handshake refills them after the previous
 	// layer's experts have run.
-	ExpertSlots(experts, used, embd, ff int, t [3]ggml.Type) (ExpertSlots, error)
-	// SlotExpertsFFN queues ExpertsFFN's arithmetic for one row of in
-	// ([embd]) and each k < used: out[k] ([used][embd]) gets the output of
-	// the expert sel[k] names, with the weights s.Put gave that expert.
-	// sel must be backend memory (from AllocI32, written by Route): the
+	ExpertSlots(experts, n, embd, ff int, t [3]ggml.Type) (ExpertSlots, error)
+	// SlotExpertsFFN queues ExpertsFFN's arithmetic (one mat-vec per row
+	// and expert) for rows rows of in ([rows][embd]) and each k < used:
+	// out[r][k] ([rows][used][embd]) gets row r's output of the expert
+	// sel[r·used+k] names, with the weights s.Put gave that expert. sel
+	// must be backend memory (from AllocI32, written by Route): the
 	// device reads it when the op runs.
-	SlotExpertsFFN(s ExpertSlots, in []float32, sel []int32, out []float32) error
-	// CombineWeights adds Σ_k wts[k]·src[k] (src: [used][embd], summed in
-	// k order, each product rounded to float32: Combine's arithmetic) into
-	// x ([embd]), for one row, with wts read by the device when the op
-	// runs (backend memory, written by Route).
-	CombineWeights(x []float32, embd, used int, wts, src []float32)
+	SlotExpertsFFN(s ExpertSlots, in []float32, rows, used int, sel []int32, out []float32) error
+	// CombineWeights adds, for each of rows rows, Σ_k wts[r·used+k]·
+	// src[r][k] (src: [rows][used][embd], summed in k order, each product
+	// rounded to float32: Combine's arithmetic) into x[r] ([rows][embd]),
+	// with wts read by the device when the op runs (backend memory,
+	// written by Route).
+	CombineWeights(x []float32, rows, embd, used int, wts, src []float32)
 }
 
-// ExpertSlots are device slots for the experts a MoE layer uses in one
-// row (Handshaker.ExpertSlots).
+// ExpertSlots are device slots for the experts a MoE layer uses in a few
+// rows (Handshaker.ExpertSlots).
 type ExpertSlots interface {
 	// Put makes w the weights of expert for the next SlotExpertsFFN, in
-	// slot k (< used; one expert per slot). It is called from a
-	// Handshake's fn; w may be reused by its provider once Put returns.
+	// slot k (< n; one expert per slot). It is called from a Handshake's
+	// fn; w may be reused by its provider once Put returns.
 	Put(k int, expert int32, w ExpertWeights) error
 }

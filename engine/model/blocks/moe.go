@@ -106,8 +106,8 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	logits := buf.logits[:rows*ne]
 	be.Linear(m.Router, xn, rows, logits)
 	be.Softmax(logits, rows, ne)
-	if hs, ok := be.(backend.Handshaker); ok && rows == 1 && m.Tensors != nil && !m.policy().Enabled {
-		return m.forwardHandshake(be, hs, xn, x, logits, buf)
+	if hs, ok := be.(backend.Handshaker); ok && rows <= handshakeRows && m.Tensors != nil && !m.policy().Enabled {
+		return m.forwardHandshake(be, hs, xn, x, logits, rows, buf)
 	}
 	if cap(buf.sel) < rows*nu {
 		buf.sel = make([]int32, rows*nu)
@@ -317,7 +317,13 @@ func (m *MoE) policy() routing.CacheRoute {
 	return m.Routing.Policy
 }
 
-// forwardHandshake is Forward for one row on a backend with handshakes:
+// handshakeRows is the largest batch whose MoE layers run through a
+// backend's handshakes (a decode step, a speculative verification): each
+// row's experts are separate mat-vecs there, as the Sync path computes a
+// few rows; a prompt's batch syncs and runs each expert over all its rows.
+const handshakeRows = predictRows
+
+// forwardHandshake is Forward for a few rows on a backend with handshakes:
 // the routing, the next layer's prediction (a streaming provider), the
 // shared expert, the routed experts and the combine are all queued, with
 // one handshake between the routing and the experts where the host fetches
@@ -326,94 +332,106 @@ func (m *MoE) policy() routing.CacheRoute {
 // handshake until every chosen expert has arrived (no overlap of expert
 // reads with expert compute: the device is stopped there anyway). The
 // provider sees the calls of the Sync path in the same order (Fetch of the
-// experts ascending, Prefetch of the prediction, Ready and Done), so
-// residency and the results are the same.
+// active experts ascending, Prefetch of the prediction, Ready and Done),
+// so residency and the results are the same.
 //
 // Cache-aware routing (which routes against the residency the previous
 // layer's handshake leaves) keeps the Sync path: its residency snapshot is
 // taken on the host when the layer is queued.
-func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x, logits []float32, buf *MoEBuf) error {
+func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x, logits []float32, rows int, buf *MoEBuf) error {
 	ne, nu, e := m.Experts, m.Used, m.Embd
+	n := rows * nu
 	h := &buf.hs
-	if len(h.sel) < nu || len(h.down) < nu*e {
-		h.sel, h.psel = backend.AllocI32(be, nu), backend.AllocI32(be, nu)
-		h.wts, h.pwts = be.Alloc(nu), be.Alloc(nu)
-		h.down = be.Alloc(nu * e)
+	if len(h.sel) < n || len(h.down) < n*e {
+		h.sel, h.psel = backend.AllocI32(be, n), backend.AllocI32(be, n)
+		h.wts, h.pwts = be.Alloc(n), be.Alloc(n)
+		h.down = be.Alloc(n * e)
 	}
-	sel, wts, down := h.sel[:nu], h.wts[:nu], h.down[:nu*e]
-	be.Route(logits, 1, ne, nu, m.WeightsScale, routing.CacheRoute{}, nil, sel, wts)
-	predict := m.NextRouter != nil && m.Provider.Streaming()
+	sel, wts, down := h.sel[:n], h.wts[:n], h.down[:n*e]
+	be.Route(logits, rows, ne, nu, m.WeightsScale, routing.CacheRoute{}, nil, sel, wts)
 	var psel []int32
-	if predict { // readAhead's prediction, queued: exact routing needs no residency
-		if len(buf.pred) < ne {
-			buf.pred = be.Alloc(ne)
+	if m.NextRouter != nil && m.Provider.Streaming() && rows <= predictRows {
+		// readAhead's prediction, queued: exact routing needs no residency.
+		if len(buf.pred) < rows*ne {
+			buf.pred = be.Alloc(rows * ne)
 		}
-		p := buf.pred[:ne]
-		be.Linear(m.NextRouter, xn, 1, p)
-		be.Softmax(p, 1, ne)
-		psel = h.psel[:nu]
-		be.Route(p, 1, ne, nu, 0, routing.CacheRoute{}, nil, psel, h.pwts[:nu])
+		p := buf.pred[:rows*ne]
+		be.Linear(m.NextRouter, xn, rows, p)
+		be.Softmax(p, rows, ne)
+		psel = h.psel[:n]
+		be.Route(p, rows, ne, nu, 0, routing.CacheRoute{}, nil, psel, h.pwts[:n])
 	}
 	t := m.Tensors
-	slots, err := hs.ExpertSlots(ne, nu, e, m.FF, [3]ggml.Type{t.Gate.Type, t.Up.Type, t.Down.Type})
+	slots, err := hs.ExpertSlots(ne, min(n, ne), e, m.FF, [3]ggml.Type{t.Gate.Type, t.Up.Type, t.Down.Type})
 	if err != nil {
 		return fmt.Errorf("layer %d: %w", m.Layer, err)
 	}
 	hs.Handshake(func(ctx context.Context) error {
-		if err := m.loadExperts(ctx, slots, logits, sel, psel, h); err != nil {
+		if err := m.loadExperts(ctx, slots, logits, rows, sel, psel, h); err != nil {
 			return fmt.Errorf("layer %d: experts: %w", m.Layer, err)
 		}
 		return nil
 	})
 	var sh []float32
 	if m.Shared != nil {
-		if sh, err = m.shared(be, xn, 1, buf); err != nil {
+		if sh, err = m.shared(be, xn, rows, buf); err != nil {
 			return err
 		}
 	}
-	if err := hs.SlotExpertsFFN(slots, xn, sel, down); err != nil {
+	if err := hs.SlotExpertsFFN(slots, xn, rows, nu, sel, down); err != nil {
 		return fmt.Errorf("layer %d: %w", m.Layer, err)
 	}
 	if sh == nil {
-		hs.CombineWeights(x[:e], e, nu, wts, down)
+		hs.CombineWeights(x[:rows*e], rows, e, nu, wts, down)
 		return nil
 	}
-	hs.CombineWeights(sh, e, nu, wts, down) // as Forward: the routed sum into the shared output, then x
+	hs.CombineWeights(sh, rows, e, nu, wts, down) // as Forward: the routed sum into the shared output, then x
 	be.Add(x, sh)
 	return nil
 }
 
 // loadExperts runs at the handshake: it records the routing (usage), asks
-// the provider for the chosen experts (and, with a prediction, reads ahead
-// the next layer's), and puts each into its slot as it arrives.
-func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, sel, psel []int32, h *hsBuf) error {
-	if m.Usage != nil {
-		if rr, ok := m.Usage.(model.RouteRecorder); ok {
-			rr.AddRoute(m.Layer, logits, sel)
-		}
-		m.Usage.Add(m.Layer, sel)
+// the provider for the active experts (and, with a prediction, reads ahead
+// the next layer's), and puts each into its slot (its index among the
+// active experts) as it arrives.
+func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, rows int, sel, psel []int32, h *hsBuf) error {
+	ne, nu := m.Experts, m.Used
+	if len(h.inNext) < ne {
+		h.inNext = make([]bool, ne)
 	}
-	h.order = append(h.order[:0], sel...)
+	seen := h.inNext[:ne]
+	clear(seen)
+	h.order = h.order[:0]
+	for r := 0; r < rows; r++ {
+		rs := sel[r*nu : (r+1)*nu]
+		for k, ex := range rs {
+			if ex < 0 || int(ex) >= ne || slices.Contains(rs[:k], ex) {
+				return fmt.Errorf("routing chose experts %v for row %d", rs, r)
+			}
+			if !seen[ex] {
+				seen[ex] = true
+				h.order = append(h.order, ex)
+			}
+		}
+		if m.Usage != nil {
+			if rr, ok := m.Usage.(model.RouteRecorder); ok {
+				rr.AddRoute(m.Layer, logits[r*ne:(r+1)*ne], rs)
+			}
+			m.Usage.Add(m.Layer, rs)
+		}
+	}
 	slices.Sort(h.order)
-	for i := 1; i < len(h.order); i++ {
-		if h.order[i] == h.order[i-1] || h.order[i] < 0 || int(h.order[i]) >= m.Experts {
-			return fmt.Errorf("routing chose experts %v", sel)
-		}
-	}
 	f, err := m.Provider.Fetch(ctx, m.Layer, h.order)
 	if err != nil {
 		return err
 	}
 	defer f.Release()
 	if psel != nil {
-		if len(h.inNext) < m.Experts {
-			h.inNext = make([]bool, m.Experts)
-		}
-		clear(h.inNext)
+		clear(seen)
 		h.next = h.next[:0]
-		for _, ex := range psel { // in rank order, as readAhead
-			if ex >= 0 && int(ex) < m.Experts && !h.inNext[ex] {
-				h.inNext[ex] = true
+		for _, ex := range psel { // row by row, in rank order, as readAhead
+			if ex >= 0 && int(ex) < ne && !seen[ex] {
+				seen[ex] = true
 				h.next = append(h.next, ex)
 			}
 		}
@@ -424,8 +442,7 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 	}
 	h.got = h.got[:len(h.order)]
 	clear(h.got)
-	done := 0
-	for done < len(h.order) {
+	for done := 0; done < len(h.order); {
 		if h.ready, err = f.Ready(ctx, h.ready[:0]); err != nil {
 			return err
 		}
@@ -434,9 +451,7 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 				return fmt.Errorf("expert provider returned index %d twice or out of range", a)
 			}
 			h.got[a] = true
-			ex := h.order[a]
-			k := slices.Index(sel, ex)
-			if err := slots.Put(k, ex, f.Weights(a)); err != nil {
+			if err := slots.Put(a, h.order[a], f.Weights(a)); err != nil {
 				return err
 			}
 		}
