@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/ggml"
+	"github.com/strata-llm/strata/engine/routing"
 )
 
 // One command buffer per decode step (engine/backend.Handshaker): a MoE
@@ -169,5 +170,34 @@ func (b *Backend) CombineWeights(x []float32, rows, embd, used int, wts, src []f
 		Combine{Embd: embd, K: used, X: BufRef{Buf: xb.Buf, Off: xb.Off + 4*r*embd}, Down: BufRef{Buf: sb.Buf, Off: sb.Off + 4*r*used*embd},
 			Weights: BufRef{Buf: wb.Buf, Off: wb.Off + 4*r*used}}.Encode(&b.cmds)
 	}
+	b.cmds.Barrier()
+}
+
+// RouteResident implements backend.Handshaker: Route's kernels with the
+// residency mask bound where it lies in device memory. Shapes the kernels
+// do not take run on the host after a Sync (which runs the handshake that
+// writes the mask).
+func (b *Backend) RouteResident(p []float32, rows, experts, k int, scale float32, pol routing.CacheRoute, resident []int32, sel []int32, wts []float32) {
+	if rows == 0 {
+		return
+	}
+	if experts > 32*32 || k > 32 || k < 1 || k > experts || len(resident) < experts {
+		if b.syncForHost() {
+			res := make([]bool, experts)
+			for i := range res {
+				res[i] = i < len(resident) && resident[i] != 0
+			}
+			b.hostOps().Route(p, rows, experts, k, scale, pol, res, sel, wts)
+		}
+		return
+	}
+	sel = sel[:rows*k]
+	op := Router{Experts: experts, K: k, Tokens: rows, Scale: scale, Logits: b.in(p[:rows*experts]), Probs: true,
+		IDs: b.outRaw(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 4*len(sel))), Weights: b.out(wts[:rows*k])}
+	if pol.Enabled {
+		op.Cache = pol
+		op.Resident = b.device(unsafe.Slice((*byte)(unsafe.Pointer(&resident[0])), 4*experts), "the residency mask")
+	}
+	op.Encode(&b.cmds)
 	b.cmds.Barrier()
 }

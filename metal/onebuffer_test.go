@@ -16,6 +16,7 @@ import (
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3next"
 	"github.com/strata-llm/strata/engine/model/qwen4exp"
+	"github.com/strata-llm/strata/engine/routing"
 	"github.com/strata-llm/strata/engine/synth"
 	"github.com/strata-llm/strata/metal"
 )
@@ -39,12 +40,23 @@ func TestBackendOneBufferDecode(t *testing.T) {
 	t.Run("qwen3next", func(t *testing.T) {
 		cfg := synth.Defaults(synth.ArchQwen3Next)
 		cfg.Type, cfg.Seed = ggml.Q4_K, 5
-		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode)
+		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode, routing.CacheRoute{})
 	})
 	t.Run("qwen4exp", func(t *testing.T) {
 		cfg := synth.Defaults(synth.ArchQwen4Exp)
 		cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, 1
-		oneBufferMatchesSyncs(t, cfg, qwen4exp.Open, decode)
+		oneBufferMatchesSyncs(t, cfg, qwen4exp.Open, decode, routing.CacheRoute{})
+	})
+	// Cache-aware routing (MoCE in a window of the true top 6): each
+	// layer routes against the residency the previous layer's handshake
+	// wrote into device memory once its experts were in, the prediction
+	// is chosen against the next layer's residency at the handshake; the
+	// choices, the telemetry and the logits are those of the Sync path.
+	t.Run("qwen3next-moce", func(t *testing.T) {
+		cfg := synth.Defaults(synth.ArchQwen3Next)
+		cfg.Type, cfg.Seed = ggml.Q4_K, 5
+		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode,
+			routing.CacheRoute{Enabled: true, Lambda: 4, ProtectedTop: 1, AlwaysKept: 1, MaxRank: 6})
 	})
 }
 
@@ -52,9 +64,10 @@ type decodeRun struct {
 	logits [][]float32 // every row's, step by step
 	syncs  []int       // per step
 	misses []int64     // per step: experts the handshakes (or Syncs) read from the file
+	route  routing.Telemetry
 }
 
-func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode [][]int32) {
+func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode [][]int32, pol routing.CacheRoute) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	if err := synth.Write(ctx, path, cfg); err != nil {
@@ -88,7 +101,8 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 			}
 			return st, nil
 		}
-		m, err := open(f, model.Options{Backend: be, NewExperts: newStream})
+		rs := &routing.State{Policy: pol}
+		m, err := open(f, model.Options{Backend: be, NewExperts: newStream, Routing: rs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,9 +127,18 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 				r.logits = append(r.logits, append([]float32(nil), row...))
 			}
 		}
+		r.route = rs.Stats
 		return r
 	}
 	one, syncs := run(true), run(false)
+	if pol.Enabled {
+		if one.route != syncs.route {
+			t.Errorf("routing telemetry: %+v in one command buffer, %+v with Syncs", one.route, syncs.route)
+		}
+		if one.route.Swapped == 0 || one.route.Resident == 0 {
+			t.Errorf("cache-aware routing swapped %d experts for resident ones (%d resident): the policy had no effect", one.route.Swapped, one.route.Resident)
+		}
+	}
 	var missed int64
 	for step := 1; step < len(one.syncs); step++ {
 		if one.syncs[step] != 1 {
@@ -136,8 +159,8 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 			}
 		}
 	}
-	t.Logf("command buffers per step (prompt first): one buffer %v, Sync path %v; experts read at the decode handshakes: %d (per step %v)",
-		one.syncs, syncs.syncs, missed, one.misses)
+	t.Logf("command buffers per step (prompt first): one buffer %v, Sync path %v; experts read at the decode handshakes: %d (per step %v); routing %+v",
+		one.syncs, syncs.syncs, missed, one.misses, one.route)
 }
 
 func splitTokens(toks []int32) [][]int32 {

@@ -317,6 +317,15 @@ type Handshaker interface {
 	// with wts read by the device when the op runs (backend memory,
 	// written by Route).
 	CombineWeights(x []float32, rows, embd, used int, wts, src []float32)
+	// RouteResident is Route with a residency the device reads when the
+	// op runs: resident ([experts] int32, non-zero for a resident expert)
+	// is backend memory (from AllocI32), written at record time or by a
+	// Handshake's fn queued before it (the previous MoE layer's, once its
+	// experts are in).
+	RouteResident(p []float32, rows, experts, k int, scale float32, pol routing.CacheRoute, resident []int32, sel []int32, wts []float32)
+	// Syncs is the number of Syncs so far: a handshake queued since the
+	// count last changed has not run yet.
+	Syncs() int
 }
 
 // ExpertSlots are device slots for the experts a MoE layer uses in a few

@@ -94,7 +94,22 @@ type hsBuf struct {
 	got       []bool
 	next      []int32
 	inNext    []bool
+	// Cache-aware routing: the residency mask the queued Route reads
+	// (device memory, one int32 per expert), written at record time when
+	// no handshake is pending, else by the pending handshake (pend, queued
+	// when the backend had run pendAt Syncs) once its experts are in;
+	// resHost is the same snapshot for the telemetry.
+	res     []int32
+	resHost []bool
+	pres    []bool // the next layer's, for the prediction
+	pend    *hsPending
+	pendAt  int
+	rsc     routing.Scratch
 }
+
+// hsPending is a queued handshake's link to the next MoE layer: the layer
+// whose residency it writes into hsBuf.res after its loading (-1: none).
+type hsPending struct{ next int }
 
 // Forward adds the layer's output for rows rows of the normed input xn
 // into the residual x.
@@ -106,7 +121,7 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	logits := buf.logits[:rows*ne]
 	be.Linear(m.Router, xn, rows, logits)
 	be.Softmax(logits, rows, ne)
-	if hs, ok := be.(backend.Handshaker); ok && rows <= handshakeRows && m.Tensors != nil && !m.policy().Enabled {
+	if hs, ok := be.(backend.Handshaker); ok && rows <= handshakeRows && m.Tensors != nil {
 		return m.forwardHandshake(be, hs, xn, x, logits, rows, buf)
 	}
 	if cap(buf.sel) < rows*nu {
@@ -333,11 +348,7 @@ const handshakeRows = predictRows
 // reads with expert compute: the device is stopped there anyway). The
 // provider sees the calls of the Sync path in the same order (Fetch of the
 // active experts ascending, Prefetch of the prediction, Ready and Done),
-// so residency and the results are the same.
-//
-// Cache-aware routing (which routes against the residency the previous
-// layer's handshake leaves) keeps the Sync path: its residency snapshot is
-// taken on the host when the layer is queued.
+// so residency, the cache-aware choices and the results are the same.
 func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x, logits []float32, rows int, buf *MoEBuf) error {
 	ne, nu, e := m.Experts, m.Used, m.Embd
 	n := rows * nu
@@ -348,27 +359,55 @@ func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x,
 		h.down = be.Alloc(n * e)
 	}
 	sel, wts, down := h.sel[:n], h.wts[:n], h.down[:n*e]
-	be.Route(logits, rows, ne, nu, m.WeightsScale, routing.CacheRoute{}, nil, sel, wts)
-	var psel []int32
+	t := m.Tensors
+	slots, err := hs.ExpertSlots(ne, min(n, ne), e, m.FF, [3]ggml.Type{t.Gate.Type, t.Up.Type, t.Down.Type})
+	if err != nil { // before anything is queued or pending
+		return fmt.Errorf("layer %d: %w", m.Layer, err)
+	}
+	pol := m.policy()
+	// With a streaming provider, the cache-aware policy routes against
+	// the residency the previous MoE layer leaves, known only once that
+	// layer's handshake has fetched its experts: that handshake writes it
+	// into h.res, which the Route queued here reads on the device. Other
+	// providers report no residency (all resident): the Sync path routes
+	// them exactly, and so does this one.
+	aware := pol.Enabled && m.Provider.Streaming()
+	st := &hsPending{next: -1}
+	if aware {
+		if len(h.res) < ne {
+			h.res, h.resHost = backend.AllocI32(be, ne), make([]bool, ne)
+		}
+		if h.pend != nil && h.pendAt == hs.Syncs() {
+			h.pend.next = m.Layer // not run yet: it writes this layer's residency
+		} else {
+			m.writeResidency(m.Layer, h)
+		}
+		h.pend, h.pendAt = st, hs.Syncs()
+		hs.RouteResident(logits, rows, ne, nu, m.WeightsScale, pol, h.res[:ne], sel, wts)
+	} else {
+		be.Route(logits, rows, ne, nu, m.WeightsScale, pol, nil, sel, wts)
+	}
+	var pred []float32
 	if m.NextRouter != nil && m.Provider.Streaming() && rows <= predictRows {
-		// readAhead's prediction, queued: exact routing needs no residency.
+		// readAhead's prediction: the probabilities queued; the choice at
+		// the handshake, against the residency after this layer's Fetch.
 		if len(buf.pred) < rows*ne {
 			buf.pred = be.Alloc(rows * ne)
 		}
-		p := buf.pred[:rows*ne]
-		be.Linear(m.NextRouter, xn, rows, p)
-		be.Softmax(p, rows, ne)
-		psel = h.psel[:n]
-		be.Route(p, rows, ne, nu, 0, routing.CacheRoute{}, nil, psel, h.pwts[:n])
-	}
-	t := m.Tensors
-	slots, err := hs.ExpertSlots(ne, min(n, ne), e, m.FF, [3]ggml.Type{t.Gate.Type, t.Up.Type, t.Down.Type})
-	if err != nil {
-		return fmt.Errorf("layer %d: %w", m.Layer, err)
+		pred = buf.pred[:rows*ne]
+		be.Linear(m.NextRouter, xn, rows, pred)
+		be.Softmax(pred, rows, ne)
 	}
 	hs.Handshake(func(ctx context.Context) error {
-		if err := m.loadExperts(ctx, slots, logits, rows, sel, psel, h); err != nil {
+		if h.pend == st {
+			h.pend = nil
+		}
+		if err := m.loadExperts(ctx, slots, logits, rows, sel, pred, aware, h); err != nil {
+			h.pend = nil // the handshakes after this one do not run
 			return fmt.Errorf("layer %d: experts: %w", m.Layer, err)
+		}
+		if st.next >= 0 {
+			m.writeResidency(st.next, h)
 		}
 		return nil
 	})
@@ -394,8 +433,17 @@ func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x,
 // the provider for the active experts (and, with a prediction, reads ahead
 // the next layer's), and puts each into its slot (its index among the
 // active experts) as it arrives.
-func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, rows int, sel, psel []int32, h *hsBuf) error {
+func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, rows int, sel []int32, pred []float32, aware bool, h *hsBuf) error {
 	ne, nu := m.Experts, m.Used
+	if pol := m.policy(); pol.Enabled {
+		var res []bool
+		if aware {
+			res = h.resHost[:ne]
+		}
+		for r := 0; r < rows; r++ {
+			m.Routing.Stats.Add(pol.Describe(logits[r*ne:(r+1)*ne], nu, sel[r*nu:(r+1)*nu], res), nu)
+		}
+	}
 	if len(h.inNext) < ne {
 		h.inNext = make([]bool, ne)
 	}
@@ -426,7 +474,20 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 		return err
 	}
 	defer f.Release()
-	if psel != nil {
+	if pred != nil {
+		// readAhead's choice, on the host: the same rule as the device's
+		// Route (the selftest holds them to the same experts).
+		pol := m.policy()
+		var res []bool
+		if pol.Enabled {
+			h.pres = m.Provider.Resident(m.Layer+1, h.pres)
+			res = h.pres
+		}
+		// h.psel and h.pwts are backend memory no op writes any more.
+		psel := h.psel[:rows*nu]
+		for r := 0; r < rows; r++ {
+			pol.Route(pred[r*ne:(r+1)*ne], nu, 0, res, &h.rsc, psel[r*nu:(r+1)*nu], h.pwts[r*nu:(r+1)*nu])
+		}
 		clear(seen)
 		h.next = h.next[:0]
 		for _, ex := range psel { // row by row, in rank order, as readAhead
@@ -459,4 +520,16 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 		f.Done(h.ready) // copied: the provider may reuse their memory
 	}
 	return nil
+}
+
+// writeResidency snapshots layer's residency into h.res (the device's
+// copy the queued Route reads) and h.resHost (the telemetry's).
+func (m *MoE) writeResidency(layer int, h *hsBuf) {
+	h.resHost = m.Provider.Resident(layer, h.resHost[:0])
+	for i := range h.res[:m.Experts] {
+		h.res[i] = 0
+		if i < len(h.resHost) && h.resHost[i] {
+			h.res[i] = 1
+		}
+	}
 }
