@@ -32,6 +32,7 @@ type Backend struct {
 	warm    *Commands    // WarmUp's dispatches
 	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
 	syncs   int          // Sync calls, each a command buffer and a host wait
+	slots   map[slotsKey]*expertSlots
 }
 
 type region struct {

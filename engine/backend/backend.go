@@ -17,6 +17,7 @@
 package backend
 
 import (
+	"context"
 	"unsafe"
 
 	"github.com/strata-llm/strata/engine/ggml"
@@ -271,4 +272,67 @@ func AllocU16(be Backend, n int) []uint16 {
 func AllocU64(be Backend, n int) []uint64 {
 	f := be.Alloc(2 * n)
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(f))), n)
+}
+
+// AllocI32 returns n zeroed int32s of be's memory (Alloc's, viewed as
+// int32s), which the ops may write (Route's choices, read by the host at a
+// Handshake).
+func AllocI32(be Backend, n int) []int32 {
+	f := be.Alloc(n)
+	return unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(f))), n)
+}
+
+// Handshaker is implemented by a backend that records its ops (a GPU's
+// command buffer) and can stop the device between them to run host code,
+// so that a MoE layer makes its experts available in the middle of the
+// recorded ops instead of ending them with a Sync: a decode step then runs
+// as one command buffer, with one handshake per MoE layer. The CPU
+// backend, which runs every op at once, does not implement it (its MoE
+// layers Sync, which costs it nothing).
+type Handshaker interface {
+	// Handshake queues fn to run on the host when the device reaches it:
+	// every op queued before it has completed (fn may read their results
+	// in backend memory and fill ExpertSlots), and no op queued after it
+	// starts before fn returns. fn must not queue ops. An error from fn
+	// is returned by the Sync that runs it, and the ops after it do not
+	// run.
+	Handshake(fn func(ctx context.Context) error)
+	// ExpertSlots returns n slots in backend memory for one expert each
+	// (gate and up of t[0], t[1]: [ff × embd]; down of t[2]: [embd × ff])
+	// among experts, filled by Put at a Handshake and read by
+	// SlotExpertsFFN. Slots of the same shape may be returned to several
+	// layers: each layer's handshake refills them after the previous
+	// layer's experts have run.
+	ExpertSlots(experts, n, embd, ff int, t [3]ggml.Type) (ExpertSlots, error)
+	// SlotExpertsFFN queues ExpertsFFN's arithmetic (one mat-vec per row
+	// and expert) for rows rows of in ([rows][embd]) and each k < used:
+	// out[r][k] ([rows][used][embd]) gets row r's output of the expert
+	// sel[r·used+k] names, with the weights s.Put gave that expert. sel
+	// must be backend memory (from AllocI32, written by Route): the
+	// device reads it when the op runs.
+	SlotExpertsFFN(s ExpertSlots, in []float32, rows, used int, sel []int32, out []float32) error
+	// CombineWeights adds, for each of rows rows, Σ_k wts[r·used+k]·
+	// src[r][k] (src: [rows][used][embd], summed in k order, each product
+	// rounded to float32: Combine's arithmetic) into x[r] ([rows][embd]),
+	// with wts read by the device when the op runs (backend memory,
+	// written by Route).
+	CombineWeights(x []float32, rows, embd, used int, wts, src []float32)
+	// RouteResident is Route with a residency the device reads when the
+	// op runs: resident ([experts] int32, non-zero for a resident expert)
+	// is backend memory (from AllocI32), written at record time or by a
+	// Handshake's fn queued before it (the previous MoE layer's, once its
+	// experts are in).
+	RouteResident(p []float32, rows, experts, k int, scale float32, pol routing.CacheRoute, resident []int32, sel []int32, wts []float32)
+	// Syncs is the number of Syncs so far: a handshake queued since the
+	// count last changed has not run yet.
+	Syncs() int
+}
+
+// ExpertSlots are device slots for the experts a MoE layer uses in a few
+// rows (Handshaker.ExpertSlots).
+type ExpertSlots interface {
+	// Put makes w the weights of expert for the next SlotExpertsFFN, in
+	// slot k (< n; one expert per slot). It is called from a Handshake's
+	// fn; w may be reused by its provider once Put returns.
+	Put(k int, expert int32, w ExpertWeights) error
 }

@@ -3,8 +3,10 @@ package blocks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/strata-llm/strata/engine/backend"
+	"github.com/strata-llm/strata/engine/ggml"
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/routing"
 )
@@ -34,6 +36,10 @@ type MoE struct {
 	// Shared, if not nil, is an expert every token uses, added to the
 	// routed experts' sum (qwen3next).
 	Shared *SharedExpert
+	// Tensors are the layer's expert tensors (their types): with them, a
+	// backend that implements backend.Handshaker runs a one-row layer
+	// without a Sync (nil: the layer always syncs).
+	Tensors *model.LayerExperts
 }
 
 // SharedExpert is a dense SwiGLU FFN of FF hidden values whose output is
@@ -74,7 +80,36 @@ type MoEBuf struct {
 	res    []bool  // residency snapshot
 	psel   []int32 // predicted choices: [rows][used]
 	pwts   []float32
+	hs     hsBuf
 }
+
+// hsBuf is the scratch of the handshake path (forwardHandshake): device
+// memory the ops write and the host reads at the handshake.
+type hsBuf struct {
+	sel, psel []int32   // [used]: Route's choices, the next layer's predicted
+	wts, pwts []float32 // [used]
+	down      []float32 // [used][embd]: each slot's expert output
+	order     []int32
+	ready     []int
+	got       []bool
+	next      []int32
+	inNext    []bool
+	// Cache-aware routing: the residency mask the queued Route reads
+	// (device memory, one int32 per expert), written at record time when
+	// no handshake is pending, else by the pending handshake (pend, queued
+	// when the backend had run pendAt Syncs) once its experts are in;
+	// resHost is the same snapshot for the telemetry.
+	res     []int32
+	resHost []bool
+	pres    []bool // the next layer's, for the prediction
+	pend    *hsPending
+	pendAt  int
+	rsc     routing.Scratch
+}
+
+// hsPending is a queued handshake's link to the next MoE layer: the layer
+// whose residency it writes into hsBuf.res after its loading (-1: none).
+type hsPending struct{ next int }
 
 // Forward adds the layer's output for rows rows of the normed input xn
 // into the residual x.
@@ -86,6 +121,9 @@ func (m *MoE) Forward(ctx context.Context, be backend.Backend, xn, x []float32, 
 	logits := buf.logits[:rows*ne]
 	be.Linear(m.Router, xn, rows, logits)
 	be.Softmax(logits, rows, ne)
+	if hs, ok := be.(backend.Handshaker); ok && rows <= handshakeRows && m.Tensors != nil {
+		return m.forwardHandshake(be, hs, xn, x, logits, rows, buf)
+	}
 	if cap(buf.sel) < rows*nu {
 		buf.sel = make([]int32, rows*nu)
 		buf.wts = make([]float32, rows*nu)
@@ -292,4 +330,206 @@ func (m *MoE) policy() routing.CacheRoute {
 		return routing.CacheRoute{}
 	}
 	return m.Routing.Policy
+}
+
+// handshakeRows is the largest batch whose MoE layers run through a
+// backend's handshakes (a decode step, a speculative verification): each
+// row's experts are separate mat-vecs there, as the Sync path computes a
+// few rows; a prompt's batch syncs and runs each expert over all its rows.
+const handshakeRows = predictRows
+
+// forwardHandshake is Forward for a few rows on a backend with handshakes:
+// the routing, the next layer's prediction (a streaming provider), the
+// shared expert, the routed experts and the combine are all queued, with
+// one handshake between the routing and the experts where the host fetches
+// the chosen experts and puts them into the backend's slots; nothing
+// syncs, so a decode step is one command buffer. The host waits inside the
+// handshake until every chosen expert has arrived (no overlap of expert
+// reads with expert compute: the device is stopped there anyway). The
+// provider sees the calls of the Sync path in the same order (Fetch of the
+// active experts ascending, Prefetch of the prediction, Ready and Done),
+// so residency, the cache-aware choices and the results are the same.
+func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x, logits []float32, rows int, buf *MoEBuf) error {
+	ne, nu, e := m.Experts, m.Used, m.Embd
+	n := rows * nu
+	h := &buf.hs
+	if len(h.sel) < n || len(h.down) < n*e {
+		h.sel, h.psel = backend.AllocI32(be, n), backend.AllocI32(be, n)
+		h.wts, h.pwts = be.Alloc(n), be.Alloc(n)
+		h.down = be.Alloc(n * e)
+	}
+	sel, wts, down := h.sel[:n], h.wts[:n], h.down[:n*e]
+	t := m.Tensors
+	slots, err := hs.ExpertSlots(ne, min(n, ne), e, m.FF, [3]ggml.Type{t.Gate.Type, t.Up.Type, t.Down.Type})
+	if err != nil { // before anything is queued or pending
+		return fmt.Errorf("layer %d: %w", m.Layer, err)
+	}
+	pol := m.policy()
+	// With a streaming provider, the cache-aware policy routes against
+	// the residency the previous MoE layer leaves, known only once that
+	// layer's handshake has fetched its experts: that handshake writes it
+	// into h.res, which the Route queued here reads on the device. Other
+	// providers report no residency (all resident): the Sync path routes
+	// them exactly, and so does this one.
+	aware := pol.Enabled && m.Provider.Streaming()
+	st := &hsPending{next: -1}
+	if aware {
+		if len(h.res) < ne {
+			h.res, h.resHost = backend.AllocI32(be, ne), make([]bool, ne)
+		}
+		if h.pend != nil && h.pendAt == hs.Syncs() {
+			h.pend.next = m.Layer // not run yet: it writes this layer's residency
+		} else {
+			m.writeResidency(m.Layer, h)
+		}
+		h.pend, h.pendAt = st, hs.Syncs()
+		hs.RouteResident(logits, rows, ne, nu, m.WeightsScale, pol, h.res[:ne], sel, wts)
+	} else {
+		be.Route(logits, rows, ne, nu, m.WeightsScale, pol, nil, sel, wts)
+	}
+	var pred []float32
+	if m.NextRouter != nil && m.Provider.Streaming() && rows <= predictRows {
+		// readAhead's prediction: the probabilities queued; the choice at
+		// the handshake, against the residency after this layer's Fetch.
+		if len(buf.pred) < rows*ne {
+			buf.pred = be.Alloc(rows * ne)
+		}
+		pred = buf.pred[:rows*ne]
+		be.Linear(m.NextRouter, xn, rows, pred)
+		be.Softmax(pred, rows, ne)
+	}
+	hs.Handshake(func(ctx context.Context) error {
+		if h.pend == st {
+			h.pend = nil
+		}
+		if err := m.loadExperts(ctx, slots, logits, rows, sel, pred, aware, h); err != nil {
+			h.pend = nil // the handshakes after this one do not run
+			return fmt.Errorf("layer %d: experts: %w", m.Layer, err)
+		}
+		if st.next >= 0 {
+			m.writeResidency(st.next, h)
+		}
+		return nil
+	})
+	var sh []float32
+	if m.Shared != nil {
+		if sh, err = m.shared(be, xn, rows, buf); err != nil {
+			return err
+		}
+	}
+	if err := hs.SlotExpertsFFN(slots, xn, rows, nu, sel, down); err != nil {
+		return fmt.Errorf("layer %d: %w", m.Layer, err)
+	}
+	if sh == nil {
+		hs.CombineWeights(x[:rows*e], rows, e, nu, wts, down)
+		return nil
+	}
+	hs.CombineWeights(sh, rows, e, nu, wts, down) // as Forward: the routed sum into the shared output, then x
+	be.Add(x, sh)
+	return nil
+}
+
+// loadExperts runs at the handshake: it records the routing (usage), asks
+// the provider for the active experts (and, with a prediction, reads ahead
+// the next layer's), and puts each into its slot (its index among the
+// active experts) as it arrives.
+func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, rows int, sel []int32, pred []float32, aware bool, h *hsBuf) error {
+	ne, nu := m.Experts, m.Used
+	if pol := m.policy(); pol.Enabled {
+		var res []bool
+		if aware {
+			res = h.resHost[:ne]
+		}
+		for r := 0; r < rows; r++ {
+			m.Routing.Stats.Add(pol.Describe(logits[r*ne:(r+1)*ne], nu, sel[r*nu:(r+1)*nu], res), nu)
+		}
+	}
+	if len(h.inNext) < ne {
+		h.inNext = make([]bool, ne)
+	}
+	seen := h.inNext[:ne]
+	clear(seen)
+	h.order = h.order[:0]
+	for r := 0; r < rows; r++ {
+		rs := sel[r*nu : (r+1)*nu]
+		for k, ex := range rs {
+			if ex < 0 || int(ex) >= ne || slices.Contains(rs[:k], ex) {
+				return fmt.Errorf("routing chose experts %v for row %d", rs, r)
+			}
+			if !seen[ex] {
+				seen[ex] = true
+				h.order = append(h.order, ex)
+			}
+		}
+		if m.Usage != nil {
+			if rr, ok := m.Usage.(model.RouteRecorder); ok {
+				rr.AddRoute(m.Layer, logits[r*ne:(r+1)*ne], rs)
+			}
+			m.Usage.Add(m.Layer, rs)
+		}
+	}
+	slices.Sort(h.order)
+	f, err := m.Provider.Fetch(ctx, m.Layer, h.order)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+	if pred != nil {
+		// readAhead's choice, on the host: the same rule as the device's
+		// Route (the selftest holds them to the same experts).
+		pol := m.policy()
+		var res []bool
+		if pol.Enabled {
+			h.pres = m.Provider.Resident(m.Layer+1, h.pres)
+			res = h.pres
+		}
+		// h.psel and h.pwts are backend memory no op writes any more.
+		psel := h.psel[:rows*nu]
+		for r := 0; r < rows; r++ {
+			pol.Route(pred[r*ne:(r+1)*ne], nu, 0, res, &h.rsc, psel[r*nu:(r+1)*nu], h.pwts[r*nu:(r+1)*nu])
+		}
+		clear(seen)
+		h.next = h.next[:0]
+		for _, ex := range psel { // row by row, in rank order, as readAhead
+			if ex >= 0 && int(ex) < ne && !seen[ex] {
+				seen[ex] = true
+				h.next = append(h.next, ex)
+			}
+		}
+		m.Provider.Prefetch(m.Layer+1, h.next)
+	}
+	if cap(h.got) < len(h.order) {
+		h.got = make([]bool, len(h.order))
+	}
+	h.got = h.got[:len(h.order)]
+	clear(h.got)
+	for done := 0; done < len(h.order); {
+		if h.ready, err = f.Ready(ctx, h.ready[:0]); err != nil {
+			return err
+		}
+		for _, a := range h.ready {
+			if a < 0 || a >= len(h.order) || h.got[a] {
+				return fmt.Errorf("expert provider returned index %d twice or out of range", a)
+			}
+			h.got[a] = true
+			if err := slots.Put(a, h.order[a], f.Weights(a)); err != nil {
+				return err
+			}
+		}
+		done += len(h.ready)
+		f.Done(h.ready) // copied: the provider may reuse their memory
+	}
+	return nil
+}
+
+// writeResidency snapshots layer's residency into h.res (the device's
+// copy the queued Route reads) and h.resHost (the telemetry's).
+func (m *MoE) writeResidency(layer int, h *hsBuf) {
+	h.resHost = m.Provider.Resident(layer, h.resHost[:0])
+	for i := range h.res[:m.Experts] {
+		h.res[i] = 0
+		if i < len(h.resHost) && h.resHost[i] {
+			h.res[i] = 1
+		}
+	}
 }

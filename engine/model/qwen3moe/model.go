@@ -124,6 +124,7 @@ func Open(f *gguf.File, opts model.Options) (*Model, error) {
 	}
 	for i := range m.layers {
 		m.layers[i].moe.Provider = prov
+		m.layers[i].moe.Tensors = m.layout.Layers[i]
 		m.layers[i].moe.Routing = opts.Routing
 		m.layers[i].moe.Usage = opts.Usage
 		if i+1 < len(m.layers) {
