@@ -87,6 +87,15 @@ const (
 	// after a verify, is charged to it) so that T(1), the unit of every
 	// cost, stays measured.
 	ForcePlainAfter = 64
+	// ForcePlainYoung: while T(1) has fewer than TimeWindow samples, the
+	// plain steps are forced after 16 drafted steps. A T(1) measured on a
+	// load's first, cold steps is stale once drafting takes over:
+	// BenchmarkSpeculation under streaming (replay 0.9, 64 tokens a
+	// request, ~14 verifies each) kept a T(1) of 12.1 ms from its warm-up
+	// while plain decoding ran at 6.5 ms a token, so 8-row verifies
+	// looked like 2.3 plain steps, it drafted 7 deep at acceptance 0.5
+	// and ran at 1.18× plain where depth 5 ran at 1.62×.
+	ForcePlainYoung = 16
 	// RhoStart and RhoMax bound the fitted marginal cost of one more row
 	// (in T(1) units). 0.5 is between what a dense CPU forward costs per
 	// extra row (weights are read once: ~0.05–0.2) and what an MoE forward
@@ -509,7 +518,7 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	if g.cfg.Fixed {
 		return Plan{K: n, Value: g.value(src, a, n), A: a}
 	}
-	if g.drafted >= ForcePlainAfter {
+	if g.drafted >= ForcePlainAfter || (g.drafted >= ForcePlainYoung && g.t[1].count < TimeWindow) {
 		return Plan{Value: 1, A: a, Plain: true}
 	}
 	g.picks++

@@ -249,6 +249,27 @@ func TestForcedPlainStep(t *testing.T) {
 	if p := g.Pick(src, 2, probs); p.K == 0 {
 		t.Fatalf("still plain after a measured plain step: %+v", p)
 	}
+	// A young T(1) (fewer than TimeWindow samples) is refreshed after
+	// ForcePlainYoung drafted steps.
+	young := New(Config{MaxDraft: 2})
+	for _, ms := range []float64{10, 10, 10} { // a warm-up and two samples
+		young.Forward(1, time.Duration(ms*float64(time.Millisecond)))
+	}
+	for range TimeWindow + Warmup {
+		young.Forward(2, 11*time.Millisecond)
+		young.Forward(3, 12*time.Millisecond)
+	}
+	n = 0
+	for ; n < 200; n++ {
+		p := young.Pick(src, 2, probs)
+		if p.K == 0 {
+			break
+		}
+		young.Forward(p.K+1, 11*time.Millisecond)
+	}
+	if n != ForcePlainYoung {
+		t.Fatalf("young T(1): forced plain after %d drafted steps, want %d", n, ForcePlainYoung)
+	}
 }
 
 func TestSnapshot(t *testing.T) {
