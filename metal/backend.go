@@ -147,14 +147,7 @@ func (b *Backend) in(x []float32) BufRef {
 }
 
 // out binds x for writing (and reading: ops may update in place).
-func (b *Backend) out(x []float32) BufRef {
-	if r, ok := b.find(uintptr(unsafe.Pointer(&x[0])), 4*len(x)); ok {
-		return r
-	}
-	r := b.stageBytes(f32Bytes(x))
-	b.back = append(b.back, copyBack{host: f32Bytes(x), dev: r.Buf.Bytes()[r.Off : r.Off+4*len(x)]})
-	return r
-}
+func (b *Backend) out(x []float32) BufRef { return b.outRaw(f32Bytes(x)) }
 
 // Host memory wrapped by MapHost is cut into buffers of at most
 // mapChunk+mapOverlap bytes starting every mapChunk bytes, so that any

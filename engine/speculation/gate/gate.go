@@ -354,11 +354,11 @@ func (s *source) estimate(j int, probs []float64) float64 {
 // T(m) + (n−m)·ρ·T(1), so a cost curve that flattens (under streaming,
 // rows share experts) is continued from its end, not from T(1).
 func (g *Gate) T(n int) (float64, bool) {
-	if n < 1 || n > MaxRows || g.t[1].count == 0 {
-		if n >= 1 && n <= MaxRows && g.t[n].count > 0 {
-			return g.t[n].v, true
-		}
+	if n < 1 || n > MaxRows {
 		return 0, false
+	}
+	if g.t[1].count == 0 { // nothing to price from: what was measured, else 0
+		return g.t[n].v, g.t[n].count > 0
 	}
 	t1, rho := g.t[1].v, g.Rho()
 	est, last := t1, 1 // the estimate for m, and the largest measured m
