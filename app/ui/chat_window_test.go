@@ -337,7 +337,9 @@ func TestChatWaitsInTheAPIQueue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	otherDone := make(chan error, 1)
 	go func() {
-		_, err := other.Complete(ctx, protocol.CompleteParams{Prompt: "busy", Options: protocol.Options{MaxTokens: 4000}}, nil)
+		// Seed 1: the demo model samples no end-of-text in 4000 tokens
+		// (an unseeded run can end within a second).
+		_, err := other.Complete(ctx, protocol.CompleteParams{Prompt: "busy", Options: protocol.Options{MaxTokens: 4000, Seed: 1}}, nil)
 		otherDone <- err
 	}()
 	waitFor(t, "the other app's generation", func() bool { return f.eng.Status().State == engine.StateGenerating })

@@ -35,12 +35,19 @@ func TestLiveStatus(t *testing.T) {
 	}
 	defer c.Close()
 
-	// A long generation: the menu shows its speed while it runs.
+	// Long generations, one after another until the test has seen a
+	// speed (a sampled end-of-text can end one early): the menu shows
+	// the speed while they run.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Complete(ctx, protocol.CompleteParams{Prompt: "Once", Options: protocol.Options{MaxTokens: 4000}}, nil)
-		done <- err
+		for ctx.Err() == nil {
+			if _, err := c.Complete(ctx, protocol.CompleteParams{Prompt: "Once", Options: protocol.Options{MaxTokens: 4000}}, nil); err != nil && ctx.Err() == nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
 	}()
 	var cur float64
 	waitFor(t, "a live speed", func() bool {
