@@ -244,8 +244,8 @@ func cmdBench(ctx context.Context, env *cmdEnv, args []string) error {
 	fmt.Fprintf(env.Stdout, "model %s, %d threads, %s\nprefill %d tokens: %.1f tok/s\ndecode %d tokens: %.1f tok/s\n",
 		out.Model, out.Threads, out.Memory, out.PromptTokens, out.PrefillTokS, out.GenTokens, out.DecodeTokS)
 	if x := out.Experts; x != nil {
-		fmt.Fprintf(env.Stdout, "experts: cache %.2f GB, hit %.1f %%, %.1f MB read per token, %.0f MB/s, stalled %.2f s\n",
-			float64(x.CacheBytes)/1e9, 100*x.HitRate, float64(x.BytesRead)/1e6/float64(max(out.GenTokens, 1)), x.ReadMBps, x.StallSeconds)
+		fmt.Fprintf(env.Stdout, "experts: cache %.2f GB, hit %.1f %%, %.1f MB read per token, %.0f MB/s, stalled %.2f s, %d read-aheads (%d used)\n",
+			float64(x.CacheBytes)/1e9, 100*x.HitRate, float64(x.BytesRead)/1e6/float64(max(out.GenTokens, 1)), x.ReadMBps, x.StallSeconds, x.ReadAheads, x.AheadUsed)
 	}
 	return nil
 }

@@ -947,6 +947,7 @@ func (m *stopMatcher) flush() string {
 // counters, over a generation of duration d.
 func expertStats(a, b experts.Stats, d time.Duration) *ExpertStats {
 	x := &ExpertStats{Hits: b.Hits - a.Hits, Misses: b.Misses - a.Misses, ReadAheads: b.ReadAheads - a.ReadAheads,
+		AheadUsed: b.AheadUsed - a.AheadUsed,
 		BytesRead: b.BytesRead - a.BytesRead, StallSeconds: (b.Stall - a.Stall).Seconds(),
 		CacheBytes: int64(b.Slots) * b.SlotBytes}
 	if n := x.Hits + x.Misses; n > 0 {

@@ -209,9 +209,11 @@ func TestStreamResidencyIsDeterministic(t *testing.T) {
 			first = st
 			continue
 		}
-		if st.Hits != first.Hits || st.Misses != first.Misses || st.ReadAheads != first.ReadAheads || st.Resident != first.Resident {
-			t.Fatalf("delay %d µs: hits %d misses %d read-aheads %d resident %d; without delay %d %d %d %d",
-				maxDelay, st.Hits, st.Misses, st.ReadAheads, st.Resident, first.Hits, first.Misses, first.ReadAheads, first.Resident)
+		if st.Hits != first.Hits || st.Misses != first.Misses || st.ReadAheads != first.ReadAheads || st.Resident != first.Resident ||
+			st.AheadUsed != first.AheadUsed || st.AheadDropped != first.AheadDropped {
+			t.Fatalf("delay %d µs: hits %d misses %d read-aheads %d (used %d, dropped %d) resident %d; without delay %d %d %d (%d, %d) %d",
+				maxDelay, st.Hits, st.Misses, st.ReadAheads, st.AheadUsed, st.AheadDropped, st.Resident,
+				first.Hits, first.Misses, first.ReadAheads, first.AheadUsed, first.AheadDropped, first.Resident)
 		}
 	}
 }
@@ -352,5 +354,85 @@ func TestWarmKeepsTheHottest(t *testing.T) {
 	res := s.Resident(0, nil)
 	if !res[5] || !res[6] || res[7] || res[8] {
 		t.Fatalf("resident after two misses: 5 %v 6 %v 7 %v 8 %v; want the two hottest of the fill kept", res[5], res[6], res[7], res[8])
+	}
+}
+
+// TestReadAheadPrecision: a read-ahead its layer does not use is dropped
+// from the cache at the layer's fetch; while fewer than half the reads are
+// used, only every 8th prediction is read; once predictions are used
+// again, every one is read.
+func TestReadAheadPrecision(t *testing.T) {
+	path := writeModel(t, ggml.Q8_0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	slot := probeLayout(t, f)
+	be := cpu.NewBackend(1)
+	defer be.Close()
+	var s *experts.Stream
+	m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		st, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 6 * slot, ReadDelay: func() { time.Sleep(100 * time.Microsecond) }})
+		s = st
+		return st, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	fetch := func(e int32) {
+		t.Helper()
+		fe, err := s.Fetch(ctx, 1, []int32{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fe.Release()
+		if _, err := fe.Ready(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wrong predictions: the layer always fetches expert 0.
+	for i := 0; i < 40; i++ {
+		a, b := int32(2+i%14), int32(2+(i+7)%14)
+		read := s.Stats().ReadAheads
+		s.Prefetch(1, []int32{a, b})
+		res := s.Resident(1, nil)
+		if read = s.Stats().ReadAheads - read; read > 0 && (!res[a] || !res[b]) {
+			t.Fatalf("prediction %d: read ahead but not resident", i)
+		}
+		fetch(0)
+		if res := s.Resident(1, nil); res[a] || res[b] {
+			t.Fatalf("prediction %d: unused read-ahead still resident after the fetch", i)
+		}
+	}
+	st := s.Stats()
+	if st.AheadUsed != 0 || st.AheadDropped != st.ReadAheads || st.Precision >= 0.5 {
+		t.Fatalf("after wrong predictions: %d read ahead, %d used, %d dropped, precision %.2f", st.ReadAheads, st.AheadUsed, st.AheadDropped, st.Precision)
+	}
+	before := st.ReadAheads
+	for i := 0; i < 32; i++ {
+		s.Prefetch(1, []int32{int32(2 + i%14), int32(2 + (i+7)%14)})
+		fetch(0)
+	}
+	if n := s.Stats().ReadAheads - before; n != 8 {
+		t.Fatalf("32 predictions below the precision threshold read %d experts, want 8 (every 8th, 2 each)", n)
+	}
+	// Right predictions: the probes' reads are used, precision recovers,
+	// and then every prediction is read.
+	for i := 0; i < 100; i++ {
+		e := int32(2 + i%14) // evicted since its last use: 6 slots
+		s.Prefetch(1, []int32{e})
+		fetch(e)
+	}
+	before = s.Stats().ReadAheads
+	for i := 100; i < 128; i++ {
+		e := int32(2 + i%14)
+		s.Prefetch(1, []int32{e})
+		fetch(e)
+	}
+	if st := s.Stats(); st.ReadAheads-before != 28 || st.Precision < 0.5 {
+		t.Fatalf("28 right predictions read %d experts (want 28), precision %.2f", st.ReadAheads-before, st.Precision)
 	}
 }
