@@ -58,10 +58,43 @@ func TestPriorsWorthTwoVerifies(t *testing.T) {
 		t.Fatalf("position 2 changed: %v", a)
 	}
 	// Accepting 2 of 3 drafts: positions 1, 2 accepted, 3 rejected.
+	// Lookup lists one prior (0.5, for position 1); a deeper position's
+	// prior is the estimate of the one before: (1 + 2·0.5)/3 = 2/3, then
+	// (1 + 2·2/3)/3 = 7/9, then (0 + 2·7/9)/3 = 14/27; position 4, never
+	// decided, is position 3's 14/27.
 	g.Verified(Lookup, nil, 3, 2)
-	a := g.Acceptance(Lookup, 3)
-	if !near(a[0], 2.0/3) || !near(a[1], 2.0/3) || !near(a[2], 1.0/3) {
+	a := g.Acceptance(Lookup, 4)
+	if !near(a[0], 2.0/3) || !near(a[1], 7.0/9) || !near(a[2], 14.0/27) || !near(a[3], 14.0/27) {
 		t.Fatalf("lookup after one 2-of-3 verify: %v", a)
+	}
+}
+
+// TestDeepPositionsStartFromShallowerOnes: a position the gate seldom
+// drafts to starts from what the positions before it measured, so depth
+// follows measured acceptance instead of a first guess.
+func TestDeepPositionsStartFromShallowerOnes(t *testing.T) {
+	g := New(Config{MaxDraft: 6})
+	for range 40 {
+		g.Forward(1, 10*time.Millisecond)
+	}
+	for n := 2; n <= 7; n++ {
+		for range 12 {
+			g.Forward(n, time.Duration(10+3*(n-1))*time.Millisecond) // 0.3 T(1) a row
+			g.Forward(1, 10*time.Millisecond)
+		}
+	}
+	// Many 4-deep verifies accepting all four (the fifth position never
+	// decided), one 5-deep one accepting all five.
+	for range 30 {
+		g.Verified(Lookup, nil, 4, 4)
+	}
+	g.Verified(Lookup, nil, 5, 5)
+	a := g.Acceptance(Lookup, 6)
+	if a[4] < 0.9 || a[5] < 0.9 {
+		t.Fatalf("acceptance %v: positions 5 and 6 should start from position 4's", a)
+	}
+	if p := g.Pick(Lookup, 6, nil); p.K != 6 && !p.Probe {
+		t.Fatalf("picked %d of 6 drafts accepted every time (value %.2f)", p.K, p.Value)
 	}
 }
 
