@@ -392,7 +392,8 @@ func toGenStats(st engine.Stats) protocol.GenStats {
 		Speculation:      toSpecStats(st.Speculation),
 	}
 	if x := st.Experts; x != nil {
-		g.Experts = &protocol.ExpertStats{Hits: x.Hits, Misses: x.Misses, HitRate: x.HitRate, BytesRead: x.BytesRead,
+		g.Experts = &protocol.ExpertStats{Hits: x.Hits, Misses: x.Misses, ReadAheads: x.ReadAheads, AheadUsed: x.AheadUsed,
+			HitRate: x.HitRate, BytesRead: x.BytesRead,
 			ReadMBps: x.ReadMBps, StallSeconds: x.StallSeconds, CacheBytes: x.CacheBytes}
 	}
 	if r := st.Routing; r != nil {

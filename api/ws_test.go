@@ -442,7 +442,7 @@ func TestDoneStatsReportStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := g.Stats.Experts
-	if x == nil || x.Misses == 0 || x.BytesRead == 0 || x.CacheBytes == 0 || x.HitRate < 0 || x.HitRate > 1 {
+	if x == nil || x.Misses == 0 || x.BytesRead == 0 || x.CacheBytes == 0 || x.HitRate < 0 || x.HitRate > 1 || x.AheadUsed > x.ReadAheads {
 		t.Fatalf("done stats of a streamed model: %+v", x)
 	}
 	st, err := c.EngineStatus(ctx)

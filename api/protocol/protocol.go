@@ -372,6 +372,8 @@ type GenStats struct {
 type ExpertStats struct {
 	Hits         int64   `json:"hits"`               // experts found in the cache (or being read ahead)
 	Misses       int64   `json:"misses"`             // experts read while a layer waited
+	ReadAheads   int64   `json:"read_aheads"`        // experts read ahead for a layer not reached yet
+	AheadUsed    int64   `json:"read_aheads_used"`   // of them, used by that layer
 	HitRate      float64 `json:"hit_rate"`           // hits / (hits + misses)
 	BytesRead    int64   `json:"bytes_read"`         // from the SSD
 	ReadMBps     float64 `json:"read_mb_per_second"` // bytes read / the generation's time
