@@ -315,25 +315,7 @@ func TestCacheRoutingIsDeterministic(t *testing.T) {
 // TestWarmKeepsTheHottest: after Warm fills the arena hottest first, the
 // first misses evict the coldest experts of the fill, not the hottest.
 func TestWarmKeepsTheHottest(t *testing.T) {
-	path := writeModel(t, ggml.Q8_0)
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	slot := probeLayout(t, f)
-	be := cpu.NewBackend(1)
-	defer be.Close()
-	var s *experts.Stream
-	m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
-		st, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 4 * slot})
-		s = st
-		return st, err
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s := openStream(t, 4, experts.StreamOptions{})
 	if n := s.Warm([][2]int{{0, 5}, {0, 6}, {0, 7}, {0, 8}}); n != 4 {
 		t.Fatalf("warm queued %d of 4", n)
 	}
@@ -362,25 +344,7 @@ func TestWarmKeepsTheHottest(t *testing.T) {
 // used, only every 8th prediction is read; once predictions are used
 // again, every one is read.
 func TestReadAheadPrecision(t *testing.T) {
-	path := writeModel(t, ggml.Q8_0)
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	slot := probeLayout(t, f)
-	be := cpu.NewBackend(1)
-	defer be.Close()
-	var s *experts.Stream
-	m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
-		st, err := experts.NewStream(f, l, experts.StreamOptions{Budget: 6 * slot, ReadDelay: func() { time.Sleep(100 * time.Microsecond) }})
-		s = st
-		return st, err
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	s := openStream(t, 6, experts.StreamOptions{ReadDelay: func() { time.Sleep(100 * time.Microsecond) }})
 	ctx := context.Background()
 	fetch := func(e int32) {
 		t.Helper()
@@ -435,4 +399,30 @@ func TestReadAheadPrecision(t *testing.T) {
 	if st := s.Stats(); st.ReadAheads-before != 28 || st.Precision < 0.5 {
 		t.Fatalf("28 right predictions read %d experts (want 28), precision %.2f", st.ReadAheads-before, st.Precision)
 	}
+}
+
+// openStream opens writeModel's Q8_0 model with its experts streamed
+// through an arena of slots slots (opts' Budget is set) and returns the
+// stream; the model closes with the test.
+func openStream(t *testing.T, slots int, opts experts.StreamOptions) *experts.Stream {
+	t.Helper()
+	f, err := gguf.Open(writeModel(t, ggml.Q8_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	opts.Budget = int64(slots) * probeLayout(t, f)
+	be := cpu.NewBackend(1)
+	t.Cleanup(func() { be.Close() })
+	var s *experts.Stream
+	m, err := qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		st, err := experts.NewStream(f, l, opts)
+		s = st
+		return st, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return s
 }
