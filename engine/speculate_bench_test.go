@@ -153,12 +153,15 @@ func BenchmarkSpeculation(b *testing.B) {
 				ref, _ = run(b, mem.o, rg.path, engine.Request{Tokens: prompt, Sampling: rg.samp})
 			}
 			engines := make([]*engine.Engine, len(configs))
+			var drafters []*replay // reseeded per round, the same seed for every configuration
 			for i, c := range configs {
 				o := mem.o
 				o.Speculation = c.spec
 				o.Speculation.Lookup = c.spec.Enabled && rg.replay == 0
 				if c.spec.Enabled && rg.replay > 0 {
-					o.Speculation.Drafter = newReplay(ref, len(prompt), rg.replay, 2048, uint64(i+1))
+					d := newReplay(ref, len(prompt), rg.replay, 2048, 0)
+					drafters = append(drafters, d)
+					o.Speculation.Drafter = d
 				}
 				eng := engine.New(o)
 				if err := eng.Load(context.Background(), rg.path); err != nil {
@@ -178,6 +181,9 @@ func BenchmarkSpeculation(b *testing.B) {
 			last := make([]engine.Stats, len(configs))
 			var plainRef []float64 // per round: plain decoding's tok/s
 			for r := range rounds {
+				for _, d := range drafters {
+					d.Seed = uint64(r + 1)
+				}
 				var want []int32
 				ids0, st0 := runOn(b, engines[0], req(r+1)) // the reference first, then the rest rotated per round
 				want = ids0

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,26 +20,39 @@ import (
 // replay is a drafter for tests and benchmarks: it proposes the tokens a
 // plain run generated (ref, after a prompt of promptLen tokens), each
 // corrupted with probability 1−a, with no probability of its own (NaN).
+// Whether the token at a position is corrupted, and into what, is a
+// function of Seed and the position alone, so drafters with one seed
+// propose the same tokens at the same positions however deep they draft
+// (a benchmark's configurations then meet the same corruptions).
 type replay struct {
 	ref       []int32
 	promptLen int
 	a         float64
 	vocab     int
-	rng       *rand.Rand
+	Seed      uint64
 }
 
 func newReplay(ref []int32, promptLen int, a float64, vocab int, seed uint64) *replay {
-	return &replay{ref: ref, promptLen: promptLen, a: a, vocab: vocab, rng: rand.New(rand.NewPCG(seed, 7))}
+	return &replay{ref: ref, promptLen: promptLen, a: a, vocab: vocab, Seed: seed}
 }
 
 func (r *replay) Source() gate.Source { return gate.Source{Name: "replay", Priors: []float64{0.5}} }
+
+// mix is splitmix64's finalizer.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
 
 func (r *replay) Draft(_ context.Context, ctx []int32, max int, d *speculation.Draft) error {
 	pos := len(ctx) - r.promptLen // index in ref of the first token to draft
 	for j := 0; j < max && pos+j < len(r.ref) && pos+j >= 0; j++ {
 		tok := r.ref[pos+j]
-		if r.rng.Float64() >= r.a {
-			tok = int32((int(tok) + 1 + r.rng.IntN(r.vocab-1)) % r.vocab)
+		h := mix(r.Seed<<32 ^ uint64(pos+j))
+		if float64(h>>11)/(1<<53) >= r.a {
+			tok = int32((int(tok) + 1 + int(mix(h)%uint64(r.vocab-1))) % r.vocab)
 		}
 		d.Add(tok, math.NaN())
 	}
