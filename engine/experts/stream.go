@@ -118,8 +118,8 @@ type streamLayer struct {
 // Read-ahead is worth its reads only when the layer then uses them: each
 // read-ahead read is scored when its layer fetches (used, or dropped
 // unused, its slot freed), and while the running precision of those reads
-// is below minPrecision only every probeEvery-th prediction is read (every
-// prediction is still scored, so the precision keeps being measured).
+// is below minPrecision only every probeEvery-th prediction is read (those
+// probes' reads keep the precision measured).
 //
 // What counts is the precision of the reads, not of the prediction: the
 // predicted experts that are not resident are the prediction's misses
