@@ -172,7 +172,7 @@ func (m *mean) add(x float64, window float64) {
 }
 
 // position is one draft position's measurements for one source (no
-// prior in them: see source.estimate).
+// prior in them: see source.accProb).
 type position struct {
 	acc  mean // accepted (1) or not (0)
 	prob mean // the drafter's own probability of the same verifies
