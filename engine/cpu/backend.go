@@ -103,11 +103,6 @@ func (b *Backend) NewKVCache(attn []bool, nCtx, kvDim int) *backend.KVCache {
 			c.V[i] = make([]uint16, nCtx*kvDim)
 		}
 	}
-	for w := range b.scratch {
-		if len(b.scratch[w]) < nCtx {
-			b.scratch[w] = make([]float32, nCtx)
-		}
-	}
 	return c
 }
 
@@ -275,13 +270,10 @@ func (b *Backend) Combine(x, out []float32, rows, embd, used int, wts []float32,
 // rounded to F16 for the F16 dot with each channel of V.
 func (b *Backend) Attention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, out []float32) {
 	b.invalidate()
-	for w := range b.qf {
-		if len(b.qf[w]) < p.HeadDim {
-			b.qf[w] = make([]float32, p.HeadDim)
-		}
-	}
+	b.attnScratch(p, pos0+rows, c.NCtx)
 	b.attn = attnTask{b: b, c: c, kb: f16Bytes(c.K[il]), vb: f16Bytes(c.V[il]), q: q, out: out, pos0: pos0, p: p}
-	b.pool.Run(rows*p.Heads, &b.attn)
+	_, gpk := attnGroups(p)
+	b.pool.Run(rows*p.HeadsKV*gpk, &b.attn)
 	b.attn = attnTask{}
 }
 
@@ -292,18 +284,10 @@ func (b *Backend) Attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 // masked attention's).
 func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
 	b.invalidate()
-	for w := range b.qf {
-		if len(b.qf[w]) < p.HeadDim {
-			b.qf[w] = make([]float32, p.HeadDim)
-		}
-	}
-	for w := range b.scratch {
-		if len(b.scratch[w]) < pos0+rows { // a cache made by another backend (Metal's host ops)
-			b.scratch[w] = make([]float32, c.NCtx)
-		}
-	}
+	b.attnScratch(p, pos0+rows, c.NCtx)
 	b.attn = attnTask{b: b, c: c, kb: f16Bytes(c.K[il]), vb: f16Bytes(c.V[il]), q: q, out: out, pos0: pos0, p: p, sel: sel, words: words}
-	b.pool.Run(rows*p.Heads, &b.attn)
+	_, gpk := attnGroups(p)
+	b.pool.Run(rows*p.HeadsKV*gpk, &b.attn)
 	b.attn = attnTask{}
 }
 
@@ -322,33 +306,68 @@ type attnTask struct {
 func (a *attnTask) Run(w, item int) {
 	p := a.p
 	hd, qDim := p.HeadDim, p.Heads*p.HeadDim
-	t, h := item/p.Heads, item%p.Heads
-	kvh := h / (p.Heads / p.HeadsKV)
+	per, gpk := attnGroups(p)
+	t, rest := item/(p.HeadsKV*gpk), item%(p.HeadsKV*gpk)
+	kvh, gi := rest/gpk, rest%gpk
+	h0 := kvh*per + gi*attnGroup
+	g := min(attnGroup, per-gi*attnGroup)
 	kvDim, nCtx := a.c.KVDim, a.c.NCtx
 	npos := a.pos0 + t + 1
-	sc := a.b.scratch[w][:npos]
-	q16 := a.b.qf[w][:hd]
-	q := a.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-	quant.RoundFP16(q16, q)
+	sc := a.b.scratch[w][:g*npos]
+	q16 := a.b.qf[w][:g*hd]
+	quant.RoundFP16(q16, a.q[t*qDim+h0*hd:t*qDim+(h0+g)*hd])
 	// K·Q over the positions, whose K rows are kvDim apart, then P·V over
 	// the channels, whose V rows are nCtx apart; each output is the F16
 	// Dot of its row with Q or P rounded to fp16, as llama.cpp's F16
-	// mul_mat computes it.
-	quant.DotF16Rows(hd, a.kb[2*kvh*hd:], 2*kvDim, npos, q16, sc)
+	// mul_mat computes it. The g heads share the KV head: its rows are
+	// read once for all of them.
+	quant.DotF16RowsMulti(hd, a.kb[2*kvh*hd:], 2*kvDim, npos, q16, hd, g, sc, npos)
 	for j := range sc {
 		sc[j] *= p.Scale
 	}
-	if a.sel != nil {
-		m := a.sel[t*a.words:]
-		for j := range sc {
-			if m[j/64]>>(j%64)&1 == 0 {
-				sc[j] = float32(math.Inf(-1))
+	for k := 0; k < g; k++ {
+		s := sc[k*npos : (k+1)*npos]
+		if a.sel != nil {
+			m := a.sel[t*a.words:]
+			for j := range s {
+				if m[j/64]>>(j%64)&1 == 0 {
+					s[j] = float32(math.Inf(-1))
+				}
 			}
 		}
+		Softmax(s)
 	}
-	Softmax(sc)
 	quant.RoundFP16(sc, sc)
-	quant.DotF16Rows(npos, a.vb[2*kvh*hd*nCtx:], 2*nCtx, hd, sc, a.out[t*qDim+h*hd:t*qDim+(h+1)*hd])
+	quant.DotF16RowsMulti(npos, a.vb[2*kvh*hd*nCtx:], 2*nCtx, hd, sc, npos, g, a.out[t*qDim+h0*hd:t*qDim+(h0+g)*hd], hd)
+}
+
+// attnGroup is the most query heads one attention item computes: heads
+// that share a KV head read its K and V rows once for up to four queries
+// (quant.DotF16RowsMulti, four vectors at a time with AVX-512). Measured
+// on Zen 5, one thread, 8 heads of 256 per KV head over 512 positions:
+// K·Q 29.5 µs per head group one head at a time, 13.2 µs four at a time.
+const attnGroup = 4
+
+// attnGroups returns the query heads per KV head and the attention items
+// per KV head (groups of at most attnGroup of them).
+func attnGroups(p backend.AttnParams) (per, groups int) {
+	per = p.Heads / p.HeadsKV
+	return per, (per + attnGroup - 1) / attnGroup
+}
+
+// attnScratch makes every thread's scratch hold the scores of attnGroup
+// heads over n positions (a cache made by another backend, Metal's host
+// ops, may be longer than what NewKVCache sized them for).
+func (b *Backend) attnScratch(p backend.AttnParams, n, nCtx int) {
+	g := min(attnGroup, p.Heads/p.HeadsKV)
+	for w := range b.qf {
+		if len(b.qf[w]) < g*p.HeadDim {
+			b.qf[w] = make([]float32, g*p.HeadDim)
+		}
+		if len(b.scratch[w]) < g*n {
+			b.scratch[w] = make([]float32, g*max(n, nCtx))
+		}
+	}
 }
 
 // f16Bytes views F16 values as the bytes the dot kernels take.

@@ -83,6 +83,27 @@ func DotF16Rows(n int, w []byte, wStride, rows int, a []float32, out []float32) 
 	}
 }
 
+// DotF16RowsMulti is DotF16Rows for m vectors at once: out[q·outStride+r]
+// = the F16 Dot of row r of w with a[q·aStride:q·aStride+n], for q < m,
+// bit for bit as DotF16Rows gives it. Each row of w is read once for all
+// the vectors where the assembly takes them (four at a time with
+// AVX-512): attention's K·Q and P·V for the query heads that share a KV
+// head.
+func DotF16RowsMulti(n int, w []byte, wStride, rows int, a []float32, aStride, m int, out []float32, outStride int) {
+	if rows <= 0 || m <= 0 {
+		return
+	}
+	_ = out[(m-1)*outStride+rows-1]
+	if n > 0 {
+		_ = a[(m-1)*aStride+n-1]
+		_ = w[(rows-1)*wStride+2*n-1]
+	}
+	q := dotF16RowsMultiArch(n, w, wStride, rows, a, aStride, m, out, outStride)
+	for ; q < m; q++ {
+		DotF16Rows(n, w, wStride, rows, a[q*aStride:q*aStride+n], out[q*outStride:q*outStride+rows])
+	}
+}
+
 // dotF16F32 is dotF16 with the second operand widened.
 func dotF16F32(n int, w []byte, a []float32) float32 {
 	np := n &^ 31

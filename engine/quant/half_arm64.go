@@ -71,3 +71,9 @@ func dotF16RowsArch(n int, w []byte, wStride, rows int, a, out []float32) int {
 	dotF16RowsNEON(&w[0], wStride, rows, &a[0], n, &out[0])
 	return rows
 }
+
+// dotF16RowsMultiArch runs no vectors of DotF16RowsMulti in assembly on
+// arm64 yet: DotF16RowsMulti falls back to dotF16RowsNEON per vector.
+func dotF16RowsMultiArch(n int, w []byte, wStride, rows int, a []float32, aStride, m int, out []float32, outStride int) int {
+	return 0
+}
