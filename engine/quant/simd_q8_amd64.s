@@ -203,6 +203,10 @@ q4done:
 
 // func dotF32AVX2Asm(w, a *byte, chunks int) float32
 // chunks of 32 values in 4 accumulators with FMA; result (g0+g1)+(g2+g3).
+// The weights are prefetched 8 KiB ahead (the rows of a matrix follow
+// each other: a router's F32 rows are read from memory at decode, where
+// the hardware prefetcher alone does not run far enough ahead; see
+// gemmkgen's prefetchAhead).
 TEXT ·dotF32AVX2Asm(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), SI
 	MOVQ   a+8(FP), DI
@@ -215,6 +219,8 @@ TEXT ·dotF32AVX2Asm(SB), NOSPLIT, $0-28
 	JZ     f32done
 
 f32loop:
+	PREFETCHT0  8192(SI)
+	PREFETCHT0  8256(SI)
 	VMOVUPS     0(SI), Y4
 	VMOVUPS     32(SI), Y5
 	VMOVUPS     64(SI), Y6
