@@ -73,7 +73,7 @@ func startWith(t *testing.T, rmod func(*runner.Config), mod func(*api.Config)) *
 	t.Helper()
 	eng := engine.New(engine.Options{Threads: 2, ContextLength: 1024, Logger: quietLogger()})
 	rcfg := runner.Config{
-		Engine:       eng,
+		Engine:       pacedEngine{eng},
 		DefaultModel: func(context.Context) (string, error) { return demoPath, nil },
 		Logger:       quietLogger(),
 	}
@@ -118,6 +118,38 @@ func startWith(t *testing.T, rmod func(*runner.Config), mod func(*api.Config)) *
 	go func() { h.served <- srv.Serve(l) }()
 	t.Cleanup(h.stop)
 	return h
+}
+
+// tokenPace is the least time each generated token takes in these tests.
+// The demo model decodes ~12,000 tokens/s on a Zen 5 (400 tokens in
+// 33 ms), faster than a test's round trips, so a generation the tests
+// expect to be running (queued behind, cancelled, duplicated, its socket
+// filling) had already ended: TestQueue, TestMultiplexing,
+// TestDuplicateID, TestCancelByContext, TestCompleteDeterministicAndCancel
+// and TestSlowClientDisconnected failed on most runs without -race there.
+// A real model is 100-1000 times slower than the demo; this one is paced
+// to 2,000 tokens/s.
+const tokenPace = 500 * time.Microsecond
+
+// pacedEngine is the real engine, each of whose generated tokens is
+// handed on no sooner than tokenPace after the one before (or after the
+// generation started).
+type pacedEngine struct{ *engine.Engine }
+
+func (p pacedEngine) Generate(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Stats, error) {
+	next := time.Now().Add(tokenPace)
+	return p.Engine.Generate(ctx, req, func(tk engine.Token) error {
+		if d := time.Until(next); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		next = time.Now().Add(tokenPace)
+		return emit(tk)
+	})
 }
 
 func (h *harness) stop() { h.stopOnce.Do(h.doStop) }
