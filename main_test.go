@@ -138,7 +138,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("temperature 0 twice gave different ids:\n%v\n%v", ids[0], ids[1])
 	}
 	n := 0
-	g, err := c.Complete(cctx, greedy(500), func(ev protocol.Event) {
+	g, err := c.Complete(cctx, greedy(3000), func(ev protocol.Event) {
 		if n++; n == 3 {
 			c.Cancel(cctx, ev.ID)
 		}
@@ -149,8 +149,9 @@ func TestServeEndToEnd(t *testing.T) {
 	// The engine stops within a step of the cancel reaching the server,
 	// but the demo model decodes a token in well under a millisecond (and
 	// speculative decoding emits up to 16 a step on its repetitive text),
-	// so more are made while the cancel is on the wire.
-	if g.Stats.FinishReason != "cancelled" || len(g.Tokens) < 3 || len(g.Tokens) > 300 {
+	// so more are made while the cancel is on the wire (357 of them once on
+	// a Zen 5): the test asks for many more than that.
+	if g.Stats.FinishReason != "cancelled" || len(g.Tokens) < 3 || len(g.Tokens) >= 3000 {
 		t.Errorf("cancel after 3: %d tokens, finish %q", len(g.Tokens), g.Stats.FinishReason)
 	}
 

@@ -254,7 +254,14 @@ func TestStopByUserCancelsAndSharesState(t *testing.T) {
 	go func() {
 		var once sync.Once
 		_, _, err := r.Generate(ctx, engine.Request{Prompt: "long", Sampling: engine.Sampling{MaxTokens: 100000}},
-			runner.GenOptions{}, func(engine.Token) error { once.Do(func() { close(started) }); return nil })
+			runner.GenOptions{}, func(engine.Token) error {
+				once.Do(func() { close(started) })
+				// A consumer of 1,000 tokens/s: the demo model alone
+				// fills the 256 positions in ~20 ms on a Zen 5, so the
+				// generation had ended before Stop came.
+				time.Sleep(time.Millisecond)
+				return nil
+			})
 		done <- err
 	}()
 	<-started
