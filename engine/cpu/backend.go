@@ -344,8 +344,9 @@ func (a *attnTask) Run(w, item int) {
 // attnGroup is the most query heads one attention item computes: heads
 // that share a KV head read its K and V rows once for up to four queries
 // (quant.DotF16RowsMulti, four vectors at a time with AVX-512). Measured
-// on Zen 5, one thread, 8 heads of 256 per KV head over 512 positions:
-// K·Q 29.5 µs per head group one head at a time, 13.2 µs four at a time.
+// on Zen 5, one thread, 8 heads of 256 sharing a KV head over 512
+// positions (BenchmarkDotF16RowsMulti): their K·Q took 29.5 µs one head
+// at a time, 13.2 µs four at a time.
 const attnGroup = 4
 
 // attnGroups returns the query heads per KV head and the attention items
@@ -355,9 +356,10 @@ func attnGroups(p backend.AttnParams) (per, groups int) {
 	return per, (per + attnGroup - 1) / attnGroup
 }
 
-// attnScratch makes every thread's scratch hold the scores of attnGroup
-// heads over n positions (a cache made by another backend, Metal's host
-// ops, may be longer than what NewKVCache sized them for).
+// attnScratch makes every thread's scratch hold the queries and the
+// scores of an item's heads over n positions, grown on demand (to the
+// context's length at the first call; a cache made by another backend,
+// Metal's host ops, may be longer).
 func (b *Backend) attnScratch(p backend.AttnParams, n, nCtx int) {
 	g := min(attnGroup, p.Heads/p.HeadsKV)
 	for w := range b.qf {
