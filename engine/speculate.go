@@ -132,6 +132,9 @@ func newSpeculator(lm *loaded, o Speculation, req Request) *speculator {
 		lm.gate = gate.New(cfg)
 	}
 	lm.gate.SetConfig(cfg)
+	// The first steps of a request pay for experts its prompt and its new
+	// context bring in (also when the prompt was reused: the text moved on).
+	lm.gate.Unseen()
 	sp := &speculator{lm: lm, gate: lm.gate}
 	if o.Drafter != nil {
 		sp.drafters = append(sp.drafters, o.Drafter)

@@ -104,6 +104,20 @@ const (
 	// looked like 2.3 plain steps, it drafted 7 deep at acceptance 0.5
 	// and ran at 1.18× plain where depth 5 ran at 1.62×.
 	ForcePlainYoung = 16
+	// Settle: after forwards the gate did not time (a request's prompt),
+	// the next Settle forwards are no samples. A new request's prompt and
+	// text bring other experts into the cache (also when the prompt was
+	// reused: the previous request ended elsewhere): streaming the
+	// benchmark's 4-layer Qwen3-30B-A3B-shaped Q4_K_M through a cache of a
+	// fifth of its experts, the first four plain steps of a request took
+	// 14–21, 15–23, 6–7 and 7–9 ms where the later ones took 3.6–4.5.
+	// BenchmarkSpeculation's gate took those as T(1) (10–12 ms against
+	// the plain runs' 4.9 ms a token), so every verify looked cheap
+	// (T(2)/T(1) 0.7): it drafted 7–8 deep where depth 5 was faster, and
+	// at replay 0.6, 0.3 and 0.1, where every depth loses, it ran at
+	// 0.91, 0.90 and 0.94× plain; with Settle, 0.97–1.00 (control
+	// 0.97–1.03).
+	Settle = 4
 	// RhoStart and RhoMax bound the fitted marginal cost of one more row
 	// (in T(1) units). 0.5 is between what a dense CPU forward costs per
 	// extra row (weights are read once: ~0.05–0.2) and what an MoE forward
@@ -216,11 +230,13 @@ type Gate struct {
 	seen     [MaxRows + 1]int // forwards per row count, warm-up included
 	held     float64          // a multi-row forward's seconds, waiting for the next forward (Carry)
 	heldRows int
+	after    bool // the last forward had several rows
 	sources  map[string]*source
 	t        [MaxRows + 1]mean // T(n), seconds
 	recent   [MaxRows + 1]ring // T(n)'s last raw samples, for the clip
 	draft    map[string]*mean  // d per source: drafting seconds per draft token
 
+	settle  int            // forwards left that are no samples (Unseen)
 	picks   int            // picks with drafts available, for the probe schedule
 	drafted int            // drafted steps since the last T(1) sample
 	asks    map[string]int // Budget calls per source that found drafting hopeless
@@ -253,25 +269,42 @@ func (g *Gate) source(s Source) *source {
 
 // Forward records the wall time of an n-row forward (n ≥ 1).
 //
-// A plain step right after a verify is charged to the verify:
-// its excess over T(1) (positive or negative) is added to the verify's
-// time, and it is not a T(1) sample. On an MoE a row's cost is mostly
-// bringing its experts close, and that cost moves between steps: in
-// RAM an isolated 2-row probe measured 2.5–4.8 T(1) while continuous
-// 1-draft decoding implied ≈ 1.3 (the next steps found the experts in
-// the CPU caches); under streaming a rejected row's experts evict
-// others the next step reads again.
+// A plain step right after a verify is charged to the verify: its excess
+// over T(1) (positive or negative) is added to the verify's time, and it
+// is not a T(1) sample. On an MoE a row's cost is mostly bringing its
+// experts close, and that cost moves between steps: in RAM an isolated
+// 2-row probe measured 2.5–4.8 T(1) while continuous 1-draft decoding
+// implied ≈ 1.3 (the next steps found the experts in the CPU caches);
+// under streaming a rejected row's experts evict others the next step
+// reads again. A plain step after a verify that was not held (one that
+// followed another verify, or a warm-up) is no T(1) sample either.
+//
+// A verify right after a verify is not charged to it. Under streaming a
+// probe one draft deeper cost more than the verifies around it
+// (BenchmarkSpeculation's streamed model, replay 0.9, 5 drafts a verify
+// and 6 every 8th: the 7-row probes took 23 ms, median, against 15.8),
+// so charging the next verify's saving to the probe looked right; but
+// measured side by side (two runs each of lookup, replay 0.9 and flat,
+// 5 rounds of 64 tokens), the gate reached 0.82–1.01 of the best fixed
+// depth with that charge and 0.88–1.01 without.
 func (g *Gate) Forward(n int, d time.Duration) {
 	if n < 1 || n > MaxRows || d <= 0 {
 		return
 	}
+	after := g.after
+	g.after = n > 1
 	if g.seen[n]++; g.seen[n] <= Warmup {
+		g.flush() // a held verify is recorded as it was: this forward's time says nothing of it
+		return
+	}
+	if g.settle > 0 {
+		g.settle--
 		return
 	}
 	x := d.Seconds()
 	if n > 1 {
 		// Held until the next forward: a plain step right after a verify
-		// pays or saves for the verify's experts (see Carry).
+		// pays or saves for the verify's experts.
 		g.flush()
 		g.held, g.heldRows = x, n
 		return
@@ -283,7 +316,17 @@ func (g *Gate) Forward(n int, d time.Duration) {
 		g.flush()
 		return
 	}
-	g.record(1, x)
+	if !after { // a plain step after a verify is none: it pays for that verify
+		g.record(1, x)
+	}
+}
+
+// Unseen says the session ran forwards the gate did not time (a prompt):
+// the next Settle forwards are not measured, whatever their rows, since
+// they pay for bringing back what those forwards displaced.
+func (g *Gate) Unseen() {
+	g.settle, g.after = Settle, false
+	g.flush()
 }
 
 // flush records the held multi-row forward.
@@ -378,8 +421,15 @@ func (s *source) estimate(j int, probs []float64) float64 {
 // T returns the estimated wall time of an n-row forward, in seconds (0
 // while T(1) is unmeasured), and whether it was measured. The estimate
 // never falls as n grows (a forward of more rows is not faster; an
-// average that does is noise, and it made deeper drafts look free). An n
-// not measured is priced from the largest measured m below it:
+// average that does is noise, and it made deeper drafts look free): the
+// measured T(n) are fitted by a non-decreasing curve (weighted isotonic
+// regression, each n weighing its samples up to TimeWindow, none below
+// T(1)), so a noisy high T(m) is pooled with the cheaper larger n
+// measured after it rather than raising them all. (The running maximum
+// used before did that: BenchmarkSpeculation streamed, replay 0.9, read
+// T(3)/T(1) 3.01 from a few samples and priced T(4) and T(5) at 3.09 and
+// 3.34, so the gate drafted 4 deep where 5 was faster.) An n not
+// measured is priced from the largest measured m below it:
 // T(m) + (n−m)·ρ·T(1), so a cost curve that flattens (under streaming,
 // rows share experts) is continued from its end, not from T(1).
 func (g *Gate) T(n int) (float64, bool) {
@@ -389,16 +439,50 @@ func (g *Gate) T(n int) (float64, bool) {
 	if g.t[1].count == 0 { // nothing to price from: what was measured, else 0
 		return g.t[n].v, g.t[n].count > 0
 	}
+	fit := g.fit()
 	t1, rho := g.t[1].v, g.Rho()
 	est, last := t1, 1 // the estimate for m, and the largest measured m
 	for m := 2; m <= n; m++ {
 		if g.t[m].count > 0 {
-			est, last = max(est, g.t[m].v), m
+			est, last = max(est, fit[m]), m
 		} else {
-			est = max(est, g.t[last].v+float64(m-last)*rho*t1)
+			est = max(est, fit[last]+float64(m-last)*rho*t1)
 		}
 	}
 	return est, g.t[n].count > 0
+}
+
+// fit returns the measured T(n), n ≥ 2, fitted non-decreasing and at
+// least T(1) (pool adjacent violators, weights min(samples, TimeWindow));
+// fit[1] is T(1), unmeasured n are 0.
+func (g *Gate) fit() [MaxRows + 1]float64 {
+	var out [MaxRows + 1]float64
+	out[1] = g.t[1].v
+	type block struct {
+		v, w   float64
+		lo, hi int // the n it covers
+	}
+	var st []block
+	for n := 2; n <= MaxRows; n++ {
+		if g.t[n].count == 0 {
+			continue
+		}
+		b := block{v: max(g.t[n].v, g.t[1].v), w: min(g.t[n].count, TimeWindow), lo: n, hi: n}
+		for len(st) > 0 && st[len(st)-1].v > b.v {
+			p := st[len(st)-1]
+			st = st[:len(st)-1]
+			b = block{v: (p.v*p.w + b.v*b.w) / (p.w + b.w), w: p.w + b.w, lo: p.lo, hi: b.hi}
+		}
+		st = append(st, b)
+	}
+	for _, b := range st {
+		for n := b.lo; n <= b.hi; n++ {
+			if g.t[n].count > 0 {
+				out[n] = b.v
+			}
+		}
+	}
+	return out
 }
 
 // Samples is how many n-row forwards were measured.

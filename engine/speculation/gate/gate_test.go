@@ -10,16 +10,22 @@ var src = Source{Name: "t", Priors: []float64{0.5}}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-// measured returns a gate whose forwards of n rows took times[n-1] ms.
+// measured returns a gate whose forwards of n rows took times[n-1] ms,
+// each multi-row one followed by a plain step of T(1) (charged to it,
+// with no excess).
 func measured(cfg Config, times ...float64) *Gate {
 	g := New(cfg)
-	for n, ms := range times {
-		for range TimeWindow + Warmup {
-			g.Forward(n+1, time.Duration(ms*float64(time.Millisecond)))
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	for n, x := range times {
+		if x <= 0 {
+			continue
 		}
-	}
-	if len(times) > 1 { // records the last held verify, carrying no excess
-		g.Forward(1, time.Duration(times[0]*float64(time.Millisecond)))
+		for range TimeWindow + Warmup {
+			g.Forward(n+1, ms(x))
+			if n > 0 {
+				g.Forward(1, ms(times[0]))
+			}
+		}
 	}
 	return g
 }
@@ -113,7 +119,10 @@ func TestCostModel(t *testing.T) {
 		{"rho clamped at 0", []float64{10, 9}, 4, 1, 0},
 		{"rho clamped at 4, unmeasured n continued from the largest measured", []float64{10, 100}, 3, 14, RhoMax},
 		{"rho fitted over several n", []float64{10, 11, 14}, 5, 1.4 + 2*(0.1+0.2)/2, (0.1 + 0.2) / 2},
-		{"never cheaper with more rows", []float64{10, 14, 12}, 3, 1.4, (0.4 + 0.1) / 2},
+		{"never cheaper with more rows: a dip is pooled with what is before it", []float64{10, 14, 12}, 3, 1.3, (0.4 + 0.1) / 2},
+		{"pooled, then rising again", []float64{10, 14, 12, 16}, 2, 1.3, (0.4 + 0.1 + 0.2) / 3},
+		{"after a pool", []float64{10, 14, 12, 16}, 4, 1.6, (0.4 + 0.1 + 0.2) / 3},
+		{"never below T(1)", []float64{10, 8, 12}, 2, 1, 0},
 		{"a flattening curve continues from its end", []float64{10, 20, 22}, 4, 2.2 + 0.8, (1 + 0.6) / 2},
 	}
 	for _, tt := range tests {
@@ -375,33 +384,67 @@ func TestHopelessProbesRare(t *testing.T) {
 }
 
 // TestPlainStepAfterVerifyCarried: the plain step after a verify adds its
-// excess over T(1) to the verify's time and is no T(1) sample.
+// excess over T(1) to the verify's time and is no T(1) sample; a verify
+// after a verify is not charged to it.
 func TestPlainStepAfterVerifyCarried(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	// T(1) = 10, T(2) = 12, T(3) = 15 ms, TimeWindow samples each: the
+	// next sample x moves T(n) by (x − T(n))/TimeWindow.
 	tests := []struct {
-		name      string
-		verify    float64 // ms
-		next      float64 // ms of the following plain step
-		wantT2    float64 // ms
-		wantCount int     // T(1) samples
+		name    string
+		rows    int     // of the verify
+		verify  float64 // its ms
+		nextN   int     // rows of the next forward
+		next    float64 // its ms
+		want    float64 // T(rows) after, ms
+		samples int     // of T(nextN) after
 	}{
-		{"the next step pays for evicted experts", 12, 16, 18, 9},
-		{"the next step finds the verify's experts", 25, 4, 19, 9},
-		{"no excess", 12, 10, 12, 9},
+		{"the next step pays for evicted experts", 2, 12, 1, 12, 12 + 2.0/TimeWindow, TimeWindow},
+		{"the next step finds the verify's experts", 2, 13, 1, 8, 12 - 1.0/TimeWindow, TimeWindow},
+		{"no excess", 2, 12, 1, 10, 12, TimeWindow},
+		{"a verify after a verify is not charged to it", 3, 16, 2, 9, 15 + 1.0/TimeWindow, TimeWindow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := measured(Config{}, 10)
-			g.Forward(2, time.Duration(tt.verify*1e6)) // warm-up: not counted
-			g.Forward(1, 10*time.Millisecond)          // so this is a T(1) sample
-			g.Forward(2, time.Duration(tt.verify*1e6))
-			g.Forward(1, time.Duration(tt.next*1e6))
-			if v, ok := g.T(2); !ok || math.Abs(v*1e3-tt.wantT2) > 1e-9 {
-				t.Fatalf("T(2) = %v ms (measured %v), want %v", v*1e3, ok, tt.wantT2)
+			g := measured(Config{}, 10, 12, 15)
+			g.Forward(tt.rows, ms(tt.verify))
+			g.Forward(tt.nextN, ms(tt.next))
+			if v, ok := g.T(tt.rows); !ok || math.Abs(v*1e3-tt.want) > 1e-9 {
+				t.Errorf("T(%d) = %v ms, want %v", tt.rows, v*1e3, tt.want)
 			}
-			if g.Samples(1) != tt.wantCount {
-				t.Fatalf("T(1) samples %d", g.Samples(1))
+			if g.Samples(tt.nextN) != tt.samples {
+				t.Errorf("T(%d) samples %d, want %d", tt.nextN, g.Samples(tt.nextN), tt.samples)
 			}
 		})
+	}
+	// A plain step after a warm-up verify (not held) is no T(1) sample;
+	// the one after it is.
+	g := measured(Config{}, 10, 12)
+	g.Forward(5, ms(40)) // the first 5-row forward: a warm-up
+	g.Forward(1, ms(30))
+	if g.Samples(1) != TimeWindow {
+		t.Fatalf("the plain step after a warm-up verify was sampled")
+	}
+	g.Forward(1, ms(10))
+	if g.Samples(1) != TimeWindow+1 {
+		t.Fatalf("the second plain step is no T(1) sample")
+	}
+}
+
+// TestUnseenSettles: after Unseen (a prompt the gate did not time) the
+// next Settle forwards, of any rows, are no samples.
+func TestUnseenSettles(t *testing.T) {
+	g := measured(Config{}, 10, 12)
+	g.Unseen()
+	for i := range Settle {
+		g.Forward(2-i%2, 40*time.Millisecond) // ends with a plain step
+	}
+	if g.Samples(1) != TimeWindow || g.Samples(2) != TimeWindow {
+		t.Fatalf("settling forwards sampled: %d, %d", g.Samples(1), g.Samples(2))
+	}
+	g.Forward(1, 10*time.Millisecond)
+	if g.Samples(1) != TimeWindow+1 {
+		t.Fatalf("the forward after settling is no sample")
 	}
 }
 
