@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,8 +244,8 @@ func BenchmarkSpeculation(b *testing.B) {
 			}
 			report.WriteString("\n")
 			if g != nil {
-				fmt.Fprintf(&report, "%-9s %-10s gate's T(1) %.2f ms (plain runs: %.2f ms per token), T(n)/T(1) for n = 1..: %.2f\n",
-					mem.name, rg.name, g.T1MS, 1000/median(tps[0]), g.TRatio)
+				fmt.Fprintf(&report, "%-9s %-10s gate's T(1) %.2f ms (plain runs: %.2f ms per token), T(n)/T(1) for n = 1..: %.2f, acceptance by position: %s\n",
+					mem.name, rg.name, g.T1MS, 1000/median(tps[0]), g.TRatio, acceptance(g.Acceptance))
 			}
 			for _, eng := range engines { // one regime's engines in memory at a time
 				eng.Close()
@@ -264,4 +265,13 @@ func median(x []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// acceptance formats a gate's acceptance by source and position.
+func acceptance(m map[string][]float64) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s %.2f ", name, m[name])
+	}
+	return strings.TrimSpace(b.String())
 }
