@@ -229,8 +229,9 @@ func TestCalibration(t *testing.T) {
 }
 
 func TestProbeSchedule(t *testing.T) {
-	// Costly rows: the best is plain; the probe drafts 1 every 4 picks while
-	// 2-row forwards have < 3 samples, then every 16.
+	// Costly rows: the best is plain; a probe drafts 1 for ProbeRun (2)
+	// picks in a row, every 4 picks while 2-row forwards have < 3 samples,
+	// then every 16; a run's first forward is no sample.
 	g := New(Config{MaxDraft: 3})
 	for range 8 {
 		g.Forward(1, 10*time.Millisecond)
@@ -249,7 +250,10 @@ func TestProbeSchedule(t *testing.T) {
 			g.Forward(1, 10*time.Millisecond)
 		}
 	}
-	want := []int{4, 8, 12, 16, 32}
+	want := []int{4, 5, 8, 9, 12, 13, 16, 17, 32, 33}
+	if n := g.Samples(2); n != 5 { // 5, 9, 13, 17, 33 (4 is also the warm-up)
+		t.Fatalf("%d samples of T(2), want 5", n)
+	}
 	if len(probes) != len(want) {
 		t.Fatalf("probes at picks %v, want %v", probes, want)
 	}
