@@ -480,7 +480,8 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 		v, w   float64
 		lo, hi int // the n it covers
 	}
-	var st []block
+	var blocks [MaxRows]block // Pick prices every depth through T: no allocation
+	st := blocks[:0]
 	for n := 2; n <= MaxRows; n++ {
 		if g.t[n].count == 0 {
 			continue
