@@ -240,7 +240,7 @@ func BenchmarkSpeculation(b *testing.B) {
 					g.Verifies, g.Depths, g.PlainSteps, g.Accepted, g.Verified, acc, g.Declined)
 			}
 			if d5 := last[4].Speculation; d5 != nil && d5.Verified > 0 {
-				fmt.Fprintf(&report, " | depth-5 acceptance %.2f", float64(d5.Accepted)/float64(d5.Verified))
+				fmt.Fprintf(&report, " | depth-5 acceptance %.2f (%d verifies %v, %d plain)", float64(d5.Accepted)/float64(d5.Verified), d5.Verifies, d5.Depths, d5.PlainSteps)
 			}
 			report.WriteString("\n")
 			if g != nil {
