@@ -590,14 +590,25 @@ func (g *Gate) Budget(src Source, room int) int {
 	}
 	s := g.source(src)
 	best, e, prod := 0, 1.0, 1.0
+	bestA, eA, prodA := 0, 1.0, 1.0 // the same with the measured acceptance
+	noProbs := s.at(0).prob.count == 0
 	for k := 1; k <= room; k++ {
 		acc, prob := s.accProb(k - 1)
 		c := acc
 		if prob > 0 {
 			c = clamp01(acc / prob)
 		}
-		prod *= c
-		e += prod
+		// A source that never gave probabilities has no calibration (its
+		// prob is the prior): whether to ask is decided as for the others,
+		// but how many to ask follows its measured acceptance. At c,
+		// acceptance 0.6 over the prior 0.5 read as fully confident: a
+		// replay drafter was asked for 8 drafts a step and 6–7 declined.
+		ca := c
+		if noProbs {
+			ca = acc
+		}
+		prod, prodA = prod*c, prodA*ca
+		e, eA = e+prod, eA+prodA
 		cost := g.Ratio(k + 1)
 		if m := g.draft[src.Name]; m != nil && g.t[1].count > 0 && g.t[1].v > 0 {
 			cost += float64(k) * m.v / g.t[1].v
@@ -605,10 +616,13 @@ func (g *Gate) Budget(src Source, room int) int {
 		if e/cost > 1 {
 			best = k
 		}
+		if eA/cost > 1 {
+			bestA = k
+		}
 	}
 	if best > 0 {
 		g.asks[src.Name] = 0
-		return min(room, best+1)
+		return min(room, min(best, bestA)+1)
 	}
 	g.asks[src.Name]++
 	if g.asks[src.Name]%ProbeEveryHopeless == 0 {

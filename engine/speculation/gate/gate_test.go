@@ -518,4 +518,14 @@ func TestUnknownProbabilitiesNotCalibrated(t *testing.T) {
 	if c := g.Snapshot().Calibrated[src.Name][0]; !near(c, g.Acceptance(src, 1)[0]/0.5) {
 		t.Fatalf("calibration %v moved from its prior by unknown probabilities", c)
 	}
+	// Budget prices such a source by its measured acceptance, not by
+	// acceptance over the prior probability (0.6/0.5, clamped to fully
+	// confident, would ask for the whole room every step).
+	g = measured(Config{MaxDraft: 8}, 10, 13, 16)
+	for i := range 64 {
+		g.Verified(src, nan, 2, []int{2, 1, 2, 0, 0}[i%5]) // a1 ≈ 0.6, a2 ≈ 0.67
+	}
+	if b := g.Budget(src, 8); b < 2 || b >= 8 {
+		t.Fatalf("budget %d for acceptance 0.6 at T(n)/T(1) = 1 + 0.3(n−1), want 2..7", b)
+	}
 }
