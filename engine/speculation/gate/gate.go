@@ -290,8 +290,8 @@ func (g *Gate) source(s Source) *source {
 // 2-row probe measured 2.5–4.8 T(1) while continuous 1-draft decoding
 // implied ≈ 1.3 (the next steps found the experts in the CPU caches);
 // under streaming a rejected row's experts evict others the next step
-// reads again. A plain step after a verify that was not held (one that
-// followed another verify, or a warm-up) is no T(1) sample either.
+// reads again. A plain step after a verify that was not held (a warm-up,
+// a settling forward or a probe run's first) is no T(1) sample either.
 //
 // A verify right after a verify is not charged to it. Under streaming a
 // probe one draft deeper cost more than the verifies around it
@@ -675,10 +675,11 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		}
 	}
 	plan := Plan{K: best, Value: bestV, A: a}
-	if g.runLeft > 0 && g.run > best && g.run <= n {
+	switch deeper := best + 1; {
+	case g.runLeft > 0 && g.run > best && g.run <= n: // a probe run goes on
 		g.runLeft--
 		plan = Plan{K: g.run, Value: g.value(src, a, g.run), A: a, Probe: true}
-	} else if deeper := best + 1; deeper <= n {
+	case deeper <= n:
 		g.runLeft = 0
 		every := ProbeEvery
 		v := g.value(src, a, deeper)
@@ -694,7 +695,7 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 				g.run, g.runLeft, g.first = deeper, ProbeRun-1, true
 			}
 		}
-	} else {
+	default:
 		g.runLeft = 0
 	}
 	if plan.K > 0 {
