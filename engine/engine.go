@@ -339,7 +339,7 @@ func (e *Engine) open(ctx context.Context, path string) (lm *loaded, err error) 
 	mopts := model.Options{Backend: be, Routing: route}
 	var hist *history
 	if plan.mode == modeStream {
-		mopts.NewExperts, stream = newStream(f, plan, 0)
+		mopts.NewExperts, stream = newStream(f, plan, 0, be)
 		if opts.HistoryDir != "" {
 			if hist, err = openHistory(f, opts.HistoryDir, e.log); err != nil {
 				return nil, fmt.Errorf("load %s: %w", path, err)
@@ -636,10 +636,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	e.setStateLocked(StateGenerating, "")
 	e.mu.Unlock()
 
-	var before experts.Stats
-	if lm.stream != nil {
-		before = lm.stream.Stats()
-	}
+	before := lm.expertSnap()
 	e.mu.Lock()
 	lm.route.Policy = e.opts.Routing
 	e.mu.Unlock()
@@ -653,7 +650,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	stopWarm()
 	lm.idle = time.Now()
 	if lm.stream != nil {
-		st.Experts = expertStats(before, lm.stream.Stats(), st.Duration)
+		st.Experts = expertStats(before, lm.expertSnap(), st.Duration)
 	}
 	if lm.route.Policy.Enabled {
 		st.Routing = routingStats(lm.route.Stats.Sub(routed))
@@ -943,13 +940,33 @@ func (m *stopMatcher) flush() string {
 	return p
 }
 
-// expertStats is the streaming work between two snapshots of the cache's
+// expertSnapshot is the expert counters at one moment: the cache's and,
+// with the Metal backend, how its handshakes gave experts to the GPU.
+type expertSnapshot struct {
+	cache experts.Stats
+	loads backend.ExpertLoads
+}
+
+func (lm *loaded) expertSnap() expertSnapshot {
+	var s expertSnapshot
+	if lm.stream != nil {
+		s.cache = lm.stream.Stats()
+	}
+	if mb, ok := lm.be.(interface{ ExpertLoads() backend.ExpertLoads }); ok {
+		s.loads = mb.ExpertLoads()
+	}
+	return s
+}
+
+// expertStats is the streaming work between two snapshots of the expert
 // counters, over a generation of duration d.
-func expertStats(a, b experts.Stats, d time.Duration) *ExpertStats {
+func expertStats(sa, sb expertSnapshot, d time.Duration) *ExpertStats {
+	a, b := sa.cache, sb.cache
 	x := &ExpertStats{Hits: b.Hits - a.Hits, Misses: b.Misses - a.Misses, ReadAheads: b.ReadAheads - a.ReadAheads,
 		AheadUsed: b.AheadUsed - a.AheadUsed,
 		BytesRead: b.BytesRead - a.BytesRead, StallSeconds: (b.Stall - a.Stall).Seconds(),
-		CacheBytes: int64(b.Slots) * b.SlotBytes}
+		CacheBytes: int64(b.Slots) * b.SlotBytes,
+		InPlace:    sb.loads.Bound - sa.loads.Bound, Copied: sb.loads.Copied - sa.loads.Copied}
 	if n := x.Hits + x.Misses; n > 0 {
 		x.HitRate = float64(x.Hits) / float64(n)
 	}

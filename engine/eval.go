@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/model"
 )
 
@@ -125,10 +124,7 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	r.PrefillSeconds = time.Since(t0).Seconds()
 	r.PrefillPerSec = float64(promptTokens) / r.PrefillSeconds
 	r.Memory = lm.info.Memory
-	var before experts.Stats
-	if lm.stream != nil {
-		before = lm.stream.Stats()
-	}
+	before := lm.expertSnap()
 	t1 := time.Now()
 	for i := 0; i < gen; i++ {
 		best := 0
@@ -143,7 +139,7 @@ func (e *Engine) Bench(ctx context.Context, promptTokens, gen int, seed uint64) 
 	}
 	r.DecodeSeconds = time.Since(t1).Seconds()
 	if lm.stream != nil {
-		r.Experts = expertStats(before, lm.stream.Stats(), time.Since(t1))
+		r.Experts = expertStats(before, lm.expertSnap(), time.Since(t1))
 	}
 	if gen > 0 {
 		r.DecodePerSec = float64(gen) / r.DecodeSeconds

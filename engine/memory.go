@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/experts"
 	"github.com/strata-llm/strata/engine/gguf"
 	"github.com/strata-llm/strata/engine/model"
@@ -228,11 +229,17 @@ func contextFor(f *gguf.File, opts Options) int {
 }
 
 // newStream returns the expert-provider factory of a streaming plan and a
-// pointer that receives the provider when the model makes it.
-func newStream(f *gguf.File, plan memoryPlan, readers int) (func(*model.ExpertLayout) (model.ExpertProvider, error), **experts.Stream) {
+// pointer that receives the provider when the model makes it. A backend
+// whose device reads host memory in place allocates the arena, so that
+// its kernels use the experts where they were read (no copy per layer).
+func newStream(f *gguf.File, plan memoryPlan, readers int, be backend.Backend) (func(*model.ExpertLayout) (model.ExpertProvider, error), **experts.Stream) {
 	var s *experts.Stream
+	o := experts.StreamOptions{Budget: plan.arena, Readers: readers}
+	if ha, ok := be.(backend.HostAllocator); ok {
+		o.Alloc = ha.AllocHost
+	}
 	return func(l *model.ExpertLayout) (model.ExpertProvider, error) {
-		st, err := experts.NewStream(f, l, experts.StreamOptions{Budget: plan.arena, Readers: readers})
+		st, err := experts.NewStream(f, l, o)
 		if err != nil {
 			return nil, err
 		}

@@ -113,6 +113,12 @@ type ExpertStats struct {
 	ReadMBps     float64 `json:"read_mb_per_second"` // bytes read / the generation's time
 	StallSeconds float64 `json:"stall_seconds"`      // time layers waited for experts
 	CacheBytes   int64   `json:"cache_bytes"`
+	// With the Metal backend: experts its decode steps used where the
+	// cache read them, and experts copied into its slots instead (an
+	// arena part it cannot bind, or a layer choosing more experts than
+	// the cache holds at once).
+	InPlace int64 `json:"experts_in_place,omitempty"`
+	Copied  int64 `json:"experts_copied,omitempty"`
 }
 
 // ModelInfo describes a loaded model.

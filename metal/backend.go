@@ -22,6 +22,10 @@ import (
 // weights outside device memory) are staged at the call, and host slices
 // it writes are copied back at Sync.
 type Backend struct {
+	// ArenaPart is the largest buffer AllocHost binds an arena through
+	// (zero: the device's largest, or 1.25 GiB where it does not say).
+	ArenaPart int
+
 	dev     Device
 	ctx     context.Context
 	regions []region // device memory, sorted by start
@@ -33,6 +37,9 @@ type Backend struct {
 	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
 	syncs   int          // Sync calls, each a command buffer and a host wait
 	slots   map[slotsKey]*expertSlots
+	arenas  []arenaPart // AllocHost's memory, in the order made
+	after   []func()    // AfterRun's, for the ops after the last handshake
+	loads   backend.ExpertLoads
 }
 
 type region struct {
@@ -176,11 +183,12 @@ func mapChunks(n int) [][2]int {
 // not Go heap memory) in no-copy device buffers once, so that every
 // weight slice inside it is bound as one of those buffers at an offset
 // instead of being wrapped (or copied) one by one. On a device without
-// no-copy buffers (the emulator) it does nothing and slices are staged.
-// It returns how many buffers it made.
+// no-copy buffers (the emulator) it does nothing and slices are staged;
+// memory AllocHost made is wrapped already. It returns how many buffers
+// it made.
 func (b *Backend) MapHost(mem []byte) (int, error) {
 	nc, ok := b.dev.(NoCopier)
-	if !ok || len(mem) == 0 {
+	if !ok || len(mem) == 0 || b.inArena(mem) {
 		return 0, nil
 	}
 	n := 0
@@ -469,6 +477,7 @@ func (b *Backend) Syncs() int { return b.syncs }
 func (b *Backend) Sync() error {
 	b.syncs++
 	defer func() {
+		b.runAfter()
 		b.cmds = Commands{}
 		b.back = b.back[:0]
 		for _, s := range b.stage {

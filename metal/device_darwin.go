@@ -46,6 +46,7 @@ var (
 	selEndEncoding, selCommit, selWaitCompleted, selStatus, selError  objc.SEL
 	selNewSharedEvent, selSignaledValue, selSetSignaledValue          objc.SEL
 	selEncodeSignal, selEncodeWait, selSetLanguageVersion, selSetFast objc.SEL
+	selMaxBufferLength                                                objc.SEL
 )
 
 func loadMetal() error {
@@ -84,6 +85,7 @@ func loadMetal() error {
 			{&selSignaledValue, "signaledValue"}, {&selSetSignaledValue, "setSignaledValue:"},
 			{&selEncodeSignal, "encodeSignalEvent:value:"}, {&selEncodeWait, "encodeWaitForEvent:value:"},
 			{&selSetLanguageVersion, "setLanguageVersion:"}, {&selSetFast, "setFastMathEnabled:"},
+			{&selMaxBufferLength, "maxBufferLength"},
 		} {
 			*s.dst = objc.RegisterName(s.name)
 		}
@@ -124,6 +126,7 @@ type GPU struct {
 	pipes             map[string]pipeline
 	seq               uint64 // shared event value
 	bufs              []objc.ID
+	maxBuf            int // the device's maxBufferLength
 }
 
 type pipeline struct {
@@ -152,6 +155,7 @@ func NewGPU() (*GPU, error) {
 		return nil, fmt.Errorf("no Metal device")
 	}
 	g := &GPU{dev: dev, name: goString(dev.Send(selName)), where: map[string]int{}, pipes: map[string]pipeline{}}
+	g.maxBuf = int(objc.Send[uint64](dev, selMaxBufferLength))
 	g.queue = dev.Send(selNewCommandQueue)
 	g.event = dev.Send(selNewSharedEvent)
 	if g.queue == 0 || g.event == 0 {
@@ -177,6 +181,10 @@ func NewGPU() (*GPU, error) {
 
 // Name implements Device.
 func (g *GPU) Name() string { return g.name }
+
+// MaxBufferLength is the device's largest buffer: the Backend binds an
+// expert arena through parts of this size (AllocHost).
+func (g *GPU) MaxBufferLength() int { return g.maxBuf }
 
 // Alloc implements Device: a shared-storage buffer.
 func (g *GPU) Alloc(n int) (Buffer, error) {

@@ -12,41 +12,62 @@ import (
 )
 
 // One command buffer per decode step (engine/backend.Handshaker): a MoE
-// layer of a few rows (a decode step, a speculative verification) records its router, Route (the choices and weights into
-// device memory), a handshake, the experts through a slot map and the
-// combine with the weights read on the device. At the handshake the host
-// (the MoE block) reads the choices, fetches the experts from its provider
-// and Puts each into a slot of device memory, writing the slot map; the
-// GPU then goes on. The step's only Sync is the one that reads the logits.
-// Up to 4 rows per batch take this path (engine/model/blocks).
-//
-// Put copies the expert's weights into the slots. That works for every
-// provider (the streaming arena, the file's mapping) and every device (the
-// emulator has no no-copy buffers, and MapHost cuts memory over 1.25 GiB
-// into several buffers, so an arena of several GB is not one buffer the
-// kernels could index). The cost is a copy of the chosen experts per layer
-// (on an M-series Mac a memcpy at tens of GB/s, against the SSD reads the
-// streaming provider does anyway); binding the arena's own buffer and
-// writing byte offsets into the slot map instead is left for when a Mac
-// can measure both (README, "Not done yet").
+// layer of a few rows (a decode step, a speculative verification) records
+// its router, Route (the choices and weights into device memory), a
+// handshake, the experts through a location table and the combine with
+// the weights read on the device. At the handshake the host (the MoE
+// block) reads the choices, fetches the experts from its provider and
+// gives each to the backend: Bind points the table at the expert where
+// the provider read it, when that is an arena AllocHost made (the Mac's
+// no-copy buffers, the emulator's shared memory), and Put copies it into
+// a slot of device memory otherwise (a file-backed provider, an arena in
+// other memory, an arena part beyond MaxBases, or a fetch whose experts
+// do not all fit the arena at once, where the provider reuses a slot as
+// soon as its expert is copied). The GPU then goes on. The step's only
+// Sync is the one that reads the logits. Up to 4 rows per batch take this
+// path (engine/model/blocks).
 
 var _ backend.Handshaker = (*Backend)(nil)
 
-// Handshake implements backend.Handshaker.
+// Handshake implements backend.Handshaker: the AfterRun functions of the
+// handshake before it run first (the ops between them have completed).
 func (b *Backend) Handshake(fn func(ctx context.Context) error) {
-	b.cmds.Handshake(fn)
+	b.cmds.Handshake(func(ctx context.Context) error {
+		b.runAfter()
+		return fn(ctx)
+	})
 }
+
+// AfterRun implements backend.Handshaker.
+func (b *Backend) AfterRun(fn func()) { b.after = append(b.after, fn) }
+
+func (b *Backend) runAfter() {
+	for len(b.after) > 0 {
+		fns := b.after
+		b.after = nil
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
+
+// ExpertLoads returns how the handshakes gave experts to the device since
+// the Backend was made.
+func (b *Backend) ExpertLoads() backend.ExpertLoads { return b.loads }
 
 // expertSlots are n experts' weights in device memory: slot k at
 // k·slotBytes holds gate, up and down at off[0..2] (256-byte aligned, as
-// the Arena lays out its slots), and slotMap[expert] = k.
+// the Arena lays out its slots). The location table locs holds, per
+// expert, where each of its three matrices is: base 0 (mem) at a slot's
+// offset (Put), or an arena part of the backend (Bind).
 type expertSlots struct {
+	b                    *Backend
 	experts, n, embd, ff int
 	t                    [3]ggml.Type
 	size                 [3]int // bytes of gate, up, down
 	off                  [3]int
 	slotBytes            int
-	mem, slotMap         Buffer
+	mem, locs            Buffer
 }
 
 type slotsKey struct {
@@ -66,7 +87,7 @@ func (b *Backend) ExpertSlots(experts, n, embd, ff int, t [3]ggml.Type) (backend
 	if n < 1 || n > experts || embd <= 0 || ff <= 0 {
 		return nil, fmt.Errorf("metal backend: expert slots: %d of %d experts, %d×%d", n, experts, embd, ff)
 	}
-	s := &expertSlots{experts: experts, n: n, embd: embd, ff: ff, t: t}
+	s := &expertSlots{b: b, experts: experts, n: n, embd: embd, ff: ff, t: t}
 	for i, d := range [3][2]int{{ff, embd}, {ff, embd}, {embd, ff}} {
 		wt, err := weightType(t[i])
 		if err != nil {
@@ -83,8 +104,8 @@ func (b *Backend) ExpertSlots(experts, n, embd, ff int, t [3]ggml.Type) (backend
 	if s.mem, err = b.dev.Alloc(n * s.slotBytes); err != nil {
 		return nil, fmt.Errorf("metal backend: expert slots: %w", err)
 	}
-	if s.slotMap, err = b.dev.Alloc(4 * experts); err != nil {
-		return nil, fmt.Errorf("metal backend: expert slot map: %w", err)
+	if s.locs, err = b.dev.Alloc(8 * 3 * experts); err != nil {
+		return nil, fmt.Errorf("metal backend: expert location table: %w", err)
 	}
 	if b.slots == nil {
 		b.slots = map[slotsKey]*expertSlots{}
@@ -99,17 +120,47 @@ func (s *expertSlots) Put(k int, expert int32, w backend.ExpertWeights) error {
 		return fmt.Errorf("metal backend: expert %d into slot %d (%d slots, %d experts)", expert, k, s.n, s.experts)
 	}
 	mem := s.mem.Bytes()[k*s.slotBytes:]
-	for i, p := range []struct {
-		b []byte
-		t ggml.Type
-	}{{w.Gate, w.GateT}, {w.Up, w.UpT}, {w.Down, w.DownT}} {
+	for i, p := range s.mats(w) {
 		if p.t != s.t[i] || len(p.b) != s.size[i] {
 			return fmt.Errorf("metal backend: expert %d: matrix %d is %s of %d bytes, the slots hold %s of %d", expert, i, p.t, len(p.b), s.t[i], s.size[i])
 		}
 		copy(mem[s.off[i]:], p.b)
+		binary.LittleEndian.PutUint64(s.locs.Bytes()[8*(3*int(expert)+i):], uint64(k*s.slotBytes+s.off[i]))
 	}
-	binary.LittleEndian.PutUint32(s.slotMap.Bytes()[4*expert:], uint32(k))
+	s.b.loads.Copied++
 	return nil
+}
+
+// Bind implements backend.ExpertSlots: each matrix must lie whole in one
+// of the first MaxBases parts of the arenas AllocHost made.
+func (s *expertSlots) Bind(expert int32, w backend.ExpertWeights) bool {
+	if expert < 0 || int(expert) >= s.experts {
+		return false
+	}
+	var loc [3]uint64
+	for i, p := range s.mats(w) {
+		var ok bool
+		if p.t != s.t[i] || len(p.b) != s.size[i] {
+			return false // Put says why
+		}
+		if loc[i], ok = s.b.locate(p.b); !ok {
+			return false
+		}
+	}
+	for i, l := range loc {
+		binary.LittleEndian.PutUint64(s.locs.Bytes()[8*(3*int(expert)+i):], l)
+	}
+	s.b.loads.Bound++
+	return true
+}
+
+type typedBytes struct {
+	b []byte
+	t ggml.Type
+}
+
+func (s *expertSlots) mats(w backend.ExpertWeights) [3]typedBytes {
+	return [3]typedBytes{{w.Gate, w.GateT}, {w.Up, w.UpT}, {w.Down, w.DownT}}
 }
 
 // device binds mem, which the device must read when the op runs (written
@@ -125,7 +176,7 @@ func (b *Backend) device(mem []byte, what string) BufRef {
 
 // SlotExpertsFFN implements backend.Handshaker: per row, the gate and up
 // mat-vecs of its used experts in one dispatch each (matrix k of expert
-// sel[r·used+k] at slot slotMap[sel[r·used+k]]), SwiGLU, and the down
+// sel[r·used+k] where the location table says), SwiGLU, and the down
 // mat-vecs of every row in one dispatch; the same kernels and arithmetic
 // as ExpertsFFN's per-row mat-vecs.
 func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, rows, used int, sel []int32, out []float32) error {
@@ -139,7 +190,11 @@ func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, rows, use
 	}
 	c := &b.cmds
 	ids := b.device(unsafe.Slice((*byte)(unsafe.Pointer(&sel[0])), 4*n), "the experts' choices")
-	slots := BufRef{Buf: s.slotMap}
+	locs := BufRef{Buf: s.locs}
+	var bases []BufRef
+	for _, p := range b.bases() {
+		bases = append(bases, p.ref)
+	}
 	scratch := b.reserve(4 * 3 * n * ff)
 	gate, up := scratch, BufRef{Buf: scratch.Buf, Off: scratch.Off + 4*n*ff}
 	hidden := BufRef{Buf: scratch.Buf, Off: scratch.Off + 8*n*ff}
@@ -148,14 +203,14 @@ func (b *Backend) SlotExpertsFFN(es backend.ExpertSlots, in []float32, rows, use
 		xr := BufRef{Buf: x.Buf, Off: x.Off + 4*r*e}
 		idr := BufRef{Buf: ids.Buf, Off: ids.Off + 4*r*used}
 		at := func(y BufRef) BufRef { return BufRef{Buf: y.Buf, Off: y.Off + 4*r*used*ff} }
-		MatVec{T: s.t[0], Rows: ff, Cols: e, N: used, W: w, X: xr, Y: at(gate), IDs: &idr, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[0]}.Encode(c)
-		MatVec{T: s.t[1], Rows: ff, Cols: e, N: used, W: w, X: xr, Y: at(up), IDs: &idr, Slots: &slots, SlotBytes: s.slotBytes, WOff: s.off[1]}.Encode(c)
+		MatVec{T: s.t[0], Rows: ff, Cols: e, N: used, W: w, X: xr, Y: at(gate), IDs: &idr, Locs: &locs, LocStride: 3, LocIndex: 0, Bases: bases}.Encode(c)
+		MatVec{T: s.t[1], Rows: ff, Cols: e, N: used, W: w, X: xr, Y: at(up), IDs: &idr, Locs: &locs, LocStride: 3, LocIndex: 1, Bases: bases}.Encode(c)
 	}
 	c.Barrier()
 	SwiGLU{N: n * ff, Gate: gate, Up: up, Out: hidden}.Encode(c)
 	c.Barrier()
-	MatVec{T: s.t[2], Rows: e, Cols: ff, N: n, W: w, X: hidden, XStride: ff, Y: b.out(out[:n*e]), IDs: &ids, Slots: &slots,
-		SlotBytes: s.slotBytes, WOff: s.off[2]}.Encode(c)
+	MatVec{T: s.t[2], Rows: e, Cols: ff, N: n, W: w, X: hidden, XStride: ff, Y: b.out(out[:n*e]), IDs: &ids, Locs: &locs,
+		LocStride: 3, LocIndex: 2, Bases: bases}.Encode(c)
 	c.Barrier()
 	return c.Err()
 }

@@ -40,12 +40,12 @@ func TestBackendOneBufferDecode(t *testing.T) {
 	t.Run("qwen3next", func(t *testing.T) {
 		cfg := synth.Defaults(synth.ArchQwen3Next)
 		cfg.Type, cfg.Seed = ggml.Q4_K, 5
-		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode, routing.CacheRoute{})
+		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode, routing.CacheRoute{}, arenaCase{slots: 3})
 	})
 	t.Run("qwen4exp", func(t *testing.T) {
 		cfg := synth.Defaults(synth.ArchQwen4Exp)
 		cfg.Type, cfg.Seed, cfg.IndexerTopK = ggml.Q4_K, 5, 1
-		oneBufferMatchesSyncs(t, cfg, qwen4exp.Open, decode, routing.CacheRoute{})
+		oneBufferMatchesSyncs(t, cfg, qwen4exp.Open, decode, routing.CacheRoute{}, arenaCase{slots: 3})
 	})
 	// Cache-aware routing (MoCE in a window of the true top 6): each
 	// layer routes against the residency the previous layer's handshake
@@ -56,8 +56,50 @@ func TestBackendOneBufferDecode(t *testing.T) {
 		cfg := synth.Defaults(synth.ArchQwen3Next)
 		cfg.Type, cfg.Seed = ggml.Q4_K, 5
 		oneBufferMatchesSyncs(t, cfg, qwen3next.Open, decode,
-			routing.CacheRoute{Enabled: true, Lambda: 4, ProtectedTop: 1, AlwaysKept: 1, MaxRank: 6})
+			routing.CacheRoute{Enabled: true, Lambda: 4, ProtectedTop: 1, AlwaysKept: 1, MaxRank: 6}, arenaCase{slots: 3})
 	})
+}
+
+// The streaming arena allocated by the backend (AllocHost): the kernels
+// read each expert where the provider read it (Bind, no copy), the fetch
+// held until the layer's experts have run; the logits stay bit-identical
+// to the Sync path's. With the arena cut into small parts, experts in the
+// parts past MaxBases are copied instead, in the same layers as bound
+// ones; with 3 slots, a layer choosing more experts than the arena holds
+// at once has them copied (the provider reuses each slot once copied).
+func TestBackendOneBufferBindsArena(t *testing.T) {
+	decode := append(splitTokens([]int32{42, 100, 5, 9}), []int32{11, 12}, []int32{13, 14, 15})
+	for _, tc := range []struct {
+		name string
+		arch string
+		open func(*gguf.File, model.Options) (model.Model, error)
+		a    arenaCase
+	}{
+		{"qwen3next", synth.ArchQwen3Next, openAny(qwen3next.Open), arenaCase{slots: 8, host: true}},
+		{"qwen4exp", synth.ArchQwen4Exp, openAny(qwen4exp.Open), arenaCase{slots: 8, host: true}},
+		{"qwen3next-parts", synth.ArchQwen3Next, openAny(qwen3next.Open), arenaCase{slots: 8, host: true, part: 256 << 10}},
+		{"qwen3next-3-slots", synth.ArchQwen3Next, openAny(qwen3next.Open), arenaCase{slots: 3, host: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := synth.Defaults(tc.arch)
+			cfg.Type, cfg.Seed = ggml.Q4_K, 5
+			if tc.arch == synth.ArchQwen4Exp {
+				cfg.IndexerTopK = 1
+			}
+			oneBufferMatchesSyncs(t, cfg, tc.open, decode, routing.CacheRoute{}, tc.a)
+		})
+	}
+}
+
+func openAny[M model.Model](open func(*gguf.File, model.Options) (M, error)) func(*gguf.File, model.Options) (model.Model, error) {
+	return func(f *gguf.File, o model.Options) (model.Model, error) { return open(f, o) }
+}
+
+// arenaCase is the streaming arena of a decode test.
+type arenaCase struct {
+	slots int  // experts it holds
+	host  bool // allocated by the backend (AllocHost), so experts can be bound
+	part  int  // Backend.ArenaPart
 }
 
 type decodeRun struct {
@@ -65,9 +107,10 @@ type decodeRun struct {
 	syncs  []int       // per step
 	misses []int64     // per step: experts the handshakes (or Syncs) read from the file
 	route  routing.Telemetry
+	loads  backend.ExpertLoads
 }
 
-func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode [][]int32, pol routing.CacheRoute) {
+func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open func(*gguf.File, model.Options) (M, error), decode [][]int32, pol routing.CacheRoute, ac arenaCase) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	if err := synth.Write(ctx, path, cfg); err != nil {
@@ -80,6 +123,7 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 		}
 		t.Cleanup(func() { f.Close() })
 		mb := metal.NewBackend(testDevice(t))
+		mb.ArenaPart = ac.part
 		var be backend.Backend = mb
 		if !oneBuffer {
 			be = syncOnly{mb}
@@ -92,12 +136,16 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 			}
 			slot := probe.Stats().SlotBytes
 			probe.Close()
-			if st, err = experts.NewStream(f, l, experts.StreamOptions{Budget: 3 * slot, Readers: 2}); err != nil {
+			o := experts.StreamOptions{Budget: int64(ac.slots) * slot, Readers: 2}
+			if ac.host {
+				o.Alloc = mb.AllocHost
+			}
+			if st, err = experts.NewStream(f, l, o); err != nil {
 				return nil, err
 			}
 			t.Cleanup(func() { st.Close() })
-			if s := st.Stats().Slots; s != 3 || s >= cfg.Layers*cfg.Experts {
-				return nil, fmt.Errorf("arena of %d slots, want 3 (of %d experts)", s, cfg.Layers*cfg.Experts)
+			if s := st.Stats().Slots; s != ac.slots || s >= cfg.Layers*cfg.Experts {
+				return nil, fmt.Errorf("arena of %d slots, want %d (of %d experts)", s, ac.slots, cfg.Layers*cfg.Experts)
 			}
 			return st, nil
 		}
@@ -128,6 +176,7 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 			}
 		}
 		r.route = rs.Stats
+		r.loads = mb.ExpertLoads()
 		return r
 	}
 	one, syncs := run(true), run(false)
@@ -159,8 +208,22 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 			}
 		}
 	}
-	t.Logf("command buffers per step (prompt first): one buffer %v, Sync path %v; experts read at the decode handshakes: %d (per step %v); routing %+v",
-		one.syncs, syncs.syncs, missed, one.misses, one.route)
+	if syncs.loads != (backend.ExpertLoads{}) {
+		t.Errorf("the Sync path gave experts through handshakes: %+v", syncs.loads)
+	}
+	l := one.loads
+	switch {
+	case !ac.host && l.Bound != 0:
+		t.Errorf("%d experts bound in place in an arena the backend did not allocate", l.Bound)
+	case ac.host && ac.slots >= 3*cfg.ExpertsUsed && ac.part == 0 && (l.Bound == 0 || l.Copied != 0):
+		t.Errorf("arena from AllocHost with room for every layer's experts: %d bound, %d copied; want all bound", l.Bound, l.Copied)
+	case ac.host && (ac.part != 0 || ac.slots < 3*cfg.ExpertsUsed) && (l.Bound == 0 || l.Copied == 0):
+		t.Errorf("arena in parts past MaxBases, or smaller than a layer's choices: %d bound, %d copied; want both", l.Bound, l.Copied)
+	case !ac.host && l.Copied == 0:
+		t.Errorf("no expert copied into a slot")
+	}
+	t.Logf("command buffers per step (prompt first): one buffer %v, Sync path %v; experts read at the decode handshakes: %d (per step %v); routing %+v; experts bound %d, copied %d",
+		one.syncs, syncs.syncs, missed, one.misses, one.route, l.Bound, l.Copied)
 }
 
 func splitTokens(toks []int32) [][]int32 {
@@ -169,4 +232,43 @@ func splitTokens(toks []int32) [][]int32 {
 		out[i] = []int32{tk}
 	}
 	return out
+}
+
+// AfterRun's functions run once the ops after their handshake have
+// completed: before the next handshake's function, or at the end of the
+// Sync, also when a handshake fails.
+func TestBackendAfterRun(t *testing.T) {
+	mb := metal.NewBackend(testDevice(t))
+	var log []string
+	x := mb.Alloc(4)
+	mb.Handshake(func(context.Context) error {
+		log = append(log, "hs1")
+		mb.AfterRun(func() { log = append(log, "after1") })
+		return nil
+	})
+	mb.Add(x, x)
+	mb.Handshake(func(context.Context) error {
+		log = append(log, "hs2")
+		mb.AfterRun(func() { log = append(log, "after2") })
+		return nil
+	})
+	mb.Add(x, x)
+	if err := mb.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mb.Handshake(func(context.Context) error {
+		mb.AfterRun(func() { log = append(log, "after3") })
+		return fmt.Errorf("read failed")
+	})
+	mb.Add(x, x)
+	mb.Handshake(func(context.Context) error {
+		log = append(log, "hs4 (must not run)")
+		return nil
+	})
+	if err := mb.Sync(); err == nil {
+		t.Error("a failed handshake: Sync returned no error")
+	}
+	if got, want := fmt.Sprint(log), "[hs1 after1 hs2 after2 after3]"; got != want {
+		t.Errorf("order %s, want %s", got, want)
+	}
 }

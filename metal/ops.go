@@ -70,8 +70,12 @@ func (g MatVecGeometry) check() error {
 
 // MatVec is y = W·x for one matrix of rows×cols values of type T, or (N >
 // 1) for N matrices at once, selected either densely (matrix i at byte
-// i·MatBytes of W) or through a slot map (matrix i at
-// W + Slots[IDs[i]]·SlotBytes + WOff: experts in the arena).
+// i·MatBytes of W), through a slot map (matrix i at
+// W + Slots[IDs[i]]·SlotBytes + WOff: experts in the arena) or through a
+// location table (Locs: matrix i where the uint64 loc =
+// Locs[IDs[i]·LocStride + LocIndex] says, base loc>>56 (0: W, 1..4:
+// Bases[0..3]) at byte loc & (2⁵⁶−1): experts where their provider's arena
+// holds them, in one of several buffers, or copied into W).
 type MatVec struct {
 	T          ggml.Type
 	Rows, Cols int
@@ -83,8 +87,15 @@ type MatVec struct {
 	IDs, Slots *BufRef // slot mode when both are set
 	SlotBytes  int
 	WOff       int
-	Geometry   MatVecGeometry // zero: DefaultMatVec
+	// Location-table mode, when Locs and IDs are set.
+	Locs                *BufRef
+	LocStride, LocIndex int
+	Bases               []BufRef       // at most MaxBases
+	Geometry            MatVecGeometry // zero: DefaultMatVec
 }
+
+// MaxBases is how many buffers besides W a location table can point into.
+const MaxBases = 4
 
 // Encode appends the dispatch to c.
 func (m MatVec) Encode(c *Commands) {
@@ -110,18 +121,27 @@ func (m MatVec) Encode(c *Commands) {
 	if ys == 0 {
 		ys = m.Rows
 	}
-	slots := uint32(0)
-	if m.IDs != nil && m.Slots != nil {
+	slots, sb, woff := uint32(0), uint64(m.SlotBytes), uint64(m.WOff)
+	bufs := map[int]BufRef{1: m.W, 2: m.X, 3: m.Y, 4: m.X, 5: m.X, 6: m.W, 7: m.W, 8: m.W, 9: m.W}
+	switch {
+	case m.IDs != nil && m.Locs != nil:
+		if len(m.Bases) > MaxBases || m.LocStride < 1 || m.LocIndex < 0 || m.LocIndex >= m.LocStride {
+			c.fail(fmt.Errorf("mat-vec %s: location table of stride %d, index %d, %d bases (at most %d)", m.T, m.LocStride, m.LocIndex, len(m.Bases), MaxBases))
+			return
+		}
+		slots, sb, woff = 2, uint64(m.LocStride), uint64(m.LocIndex)
+		bufs[4], bufs[5] = *m.IDs, *m.Locs
+		for i, b := range m.Bases {
+			bufs[6+i] = b
+		}
+	case m.IDs != nil && m.Slots != nil:
 		slots = 1
+		bufs[4], bufs[5] = *m.IDs, *m.Slots
 	}
 	a := (&argBuilder{}).u32(uint32(m.Cols)).u32(uint32(m.Rows)).u64(uint64(wt.RowBytes(m.Cols))).
 		u64(uint64(m.MatBytes)).u32(uint32(m.XStride)).u32(uint32(ys)).u32(slots).u32(0).
-		u64(uint64(m.SlotBytes)).u64(uint64(m.WOff)).bytes()
+		u64(sb).u64(woff).bytes()
 	rowsPerTG := g.NSG * g.NR
-	bufs := map[int]BufRef{1: m.W, 2: m.X, 3: m.Y, 4: m.X, 5: m.X}
-	if slots == 1 {
-		bufs[4], bufs[5] = *m.IDs, *m.Slots
-	}
 	c.Dispatch(Dispatch{
 		Kernel: "kernel_mv_" + wt.suffix, FC: map[int]int32{0: int32(g.NSG), 1: int32(g.NR)},
 		Grid: [3]uint32{uint32((m.Rows + rowsPerTG - 1) / rowsPerTG), uint32(n), 1}, TG: [3]uint32{uint32(SimdWidth * g.NSG), 1, 1},

@@ -170,36 +170,51 @@ func (s *selftest) matVec(t ggml.Type) {
 	type shape struct {
 		rows, cols, n int
 		g             MatVecGeometry
-		slots, zeroX  bool
+		mode          mvMode
+		zeroX         bool
 	}
 	shapes := []shape{
-		{67, 512, 1, MatVecGeometry{4, 2}, false, false},
-		{33, 768, 1, MatVecGeometry{2, 4}, false, false},
-		{5, 256, 3, MatVecGeometry{1, 1}, true, false},
-		{9, 256, 1, MatVecGeometry{8, 1}, false, true},
+		{67, 512, 1, MatVecGeometry{4, 2}, mvDense, false},
+		{33, 768, 1, MatVecGeometry{2, 4}, mvDense, false},
+		{5, 256, 3, MatVecGeometry{1, 1}, mvSlots, false},
+		{7, 256, 3, MatVecGeometry{2, 2}, mvLocated, false},
+		{9, 256, 1, MatVecGeometry{8, 1}, mvDense, true},
 	}
 	if s.quick {
-		shapes = []shape{{37, 512, 1, MatVecGeometry{2, 2}, false, false}, {5, 256, 2, MatVecGeometry{1, 3}, true, false}}
+		shapes = []shape{{37, 512, 1, MatVecGeometry{2, 2}, mvDense, false}, {5, 256, 2, MatVecGeometry{1, 3}, mvSlots, false},
+			{5, 256, 3, MatVecGeometry{1, 2}, mvLocated, false}}
 	}
 	for _, sh := range shapes {
 		start := time.Now()
 		name := fmt.Sprintf("mv %s %dx%d n%d nsg%d nr%d", t, sh.rows, sh.cols, sh.n, sh.g.NSG, sh.g.NR)
-		if sh.slots {
+		switch sh.mode {
+		case mvSlots:
 			name += " slots"
+		case mvLocated:
+			name += " located"
 		}
 		if sh.zeroX {
 			name += " x=0"
 		}
-		e, err := s.matVecCase(k, wt, sh.rows, sh.cols, sh.n, sh.g, sh.slots, sh.zeroX)
+		e, err := s.matVecCase(k, wt, sh.rows, sh.cols, sh.n, sh.g, sh.mode, sh.zeroX)
 		s.add(name, start, e, 2e-5, err)
 	}
 }
 
-func (s *selftest) matVecCase(k *quant.Kernel, wt WeightType, rows, cols, n int, g MatVecGeometry, slots, zeroX bool) (float64, error) {
+// mvMode is how a mat-vec finds its matrices.
+type mvMode int
+
+const (
+	mvDense   mvMode = iota // consecutive
+	mvSlots                 // a slot map into one arena
+	mvLocated               // a location table into several buffers
+)
+
+func (s *selftest) matVecCase(k *quant.Kernel, wt WeightType, rows, cols, n int, g MatVecGeometry, mode mvMode, zeroX bool) (float64, error) {
 	rb := wt.RowBytes(cols)
 	mat := rows * rb
 	nmat := n
-	if slots {
+	if mode != mvDense {
 		nmat = 5 // the arena holds more experts than are used (slots 0..4)
 	}
 	w := make([]byte, nmat*mat)
@@ -230,7 +245,52 @@ func (s *selftest) matVecCase(k *quant.Kernel, wt WeightType, rows, cols, n int,
 	for i := range which {
 		which[i] = i
 	}
-	if slots {
+	switch mode {
+	case mvLocated:
+		// ids pick experts; the table (3 entries per expert, the second
+		// one used) sends expert e to matrix which of w, found in base
+		// buffer part (0: W, else Bases[part-1]) at an offset: every
+		// base holds all 5 matrices, shifted by a different gap.
+		ids := []int32{4, 1, 3}[:n]
+		matOf := []int{3, 0, 4, 1, 2}
+		partOf := []int{2, 0, 4, 1, 3}
+		ib, err := s.buf(4 * len(ids))
+		if err != nil {
+			return 0, err
+		}
+		putI32(ib.Bytes(), ids)
+		m.Bases = make([]BufRef, MaxBases)
+		gaps := []int{0, 16, 48, 0, 32}
+		for p := 1; p <= MaxBases; p++ {
+			bb, err := s.buf(len(w) + 4096)
+			if err != nil {
+				return 0, err
+			}
+			k.Random(bb.Bytes(), s.rng, 0.5) // garbage around the matrices
+			copy(bb.Bytes()[256+gaps[p]:], w)
+			m.Bases[p-1] = BufRef{Buf: bb, Off: 256}
+		}
+		locs := make([]byte, 8*3*len(matOf))
+		for e := range matOf {
+			p := partOf[e]
+			off := uint64(matOf[e]*mat + gaps[p])
+			if p == 0 {
+				off = uint64(matOf[e] * mat)
+			}
+			binary.LittleEndian.PutUint64(locs[8*(3*e+1):], uint64(p)<<56|off)
+			binary.LittleEndian.PutUint64(locs[8*3*e:], ^uint64(0)) // unused entries
+			binary.LittleEndian.PutUint64(locs[8*(3*e+2):], ^uint64(0))
+		}
+		lb, err := s.buf(len(locs))
+		if err != nil {
+			return 0, err
+		}
+		copy(lb.Bytes(), locs)
+		m.IDs, m.Locs, m.LocStride, m.LocIndex, m.MatBytes = &BufRef{Buf: ib}, &BufRef{Buf: lb}, 3, 1, 0
+		for i, id := range ids {
+			which[i] = matOf[id]
+		}
+	case mvSlots:
 		// ids pick experts; the slot map sends expert e to arena slot slot[e]
 		ids := []int32{2, 0, 3}[:n]
 		slot := []int32{4, 1, 0, 2, 3}

@@ -146,6 +146,9 @@ func (s *selftest) graphOps() {
 			for j := 0; j < n; j++ { // group 1: |s| under the 1e-6 floor
 				key[n+j], qry[n+j] = 1e-5, 1e-5
 			}
+			for j := 0; j < n && g > 2; j++ { // group 2: a negative score whatever the random draw
+				qry[2*n+j] = -key[2*n+j]
+			}
 			gd, gw := mb.Alloc(g), make([]float32, g)
 			mb.PLEGate(gd, devCopy(mb, key), devCopy(mb, qry), g, n)
 			cb.PLEGate(gw, key, qry, g, n)

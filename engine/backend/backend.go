@@ -326,6 +326,12 @@ type Handshaker interface {
 	// Syncs is the number of Syncs so far: a handshake queued since the
 	// count last changed has not run yet.
 	Syncs() int
+	// AfterRun, called from a Handshake's fn, runs fn on the host once
+	// the ops queued after that handshake have completed: before the
+	// next handshake's fn, or when the Sync running them returns (also
+	// when it fails). A layer holds the experts ExpertSlots.Bind used
+	// in place until then.
+	AfterRun(fn func())
 }
 
 // ExpertSlots are device slots for the experts a MoE layer uses in a few
@@ -335,4 +341,27 @@ type ExpertSlots interface {
 	// slot k (< n; one expert per slot). It is called from a Handshake's
 	// fn; w may be reused by its provider once Put returns.
 	Put(k int, expert int32, w ExpertWeights) error
+	// Bind makes w the weights of expert for the next SlotExpertsFFN
+	// where they lie, without a copy, if the device can read that memory
+	// (an expert arena the backend allocated: HostAllocator), and
+	// reports whether it did; else the caller Puts them. Called from a
+	// Handshake's fn; w must stay as it is until the Handshaker's
+	// AfterRun runs.
+	Bind(expert int32, w ExpertWeights) bool
+}
+
+// ExpertLoads count how a Handshaker's handshakes gave experts to its
+// device (its ExpertLoads method, where it has one).
+type ExpertLoads struct {
+	Bound  int64 // used where their provider read them (ExpertSlots.Bind)
+	Copied int64 // copied into a slot (ExpertSlots.Put)
+}
+
+// HostAllocator is implemented by a backend whose device can read host
+// memory it allocated in place: an expert provider's arena allocated
+// here lets ExpertSlots.Bind use the experts without copying them.
+type HostAllocator interface {
+	// AllocHost returns n bytes of zeroed, page-aligned host memory and
+	// the function that frees it (after the backend's last use).
+	AllocHost(n int) (mem []byte, free func(), err error)
 }

@@ -112,4 +112,7 @@ func (f *fileFetch) Weights(i int) model.ExpertWeights {
 
 func (f *fileFetch) Done([]int) {}
 
+// Placed implements model.Placer: the weights are the file's.
+func (f *fileFetch) Placed() bool { return true }
+
 func (f *fileFetch) Release() { f.experts = nil }

@@ -45,6 +45,12 @@ type StreamOptions struct {
 	// ReadDelay, if set, is called before every read and may sleep: tests
 	// inject slow and uneven I/O through it.
 	ReadDelay func()
+	// Alloc, if set, allocates the arena (zeroed, aligned to at least 4
+	// KiB for O_DIRECT reads) and returns the function freeing it: a
+	// backend's host memory its device reads in place
+	// (backend.HostAllocator). Default: anonymous memory, on huge pages
+	// and locked where allowed.
+	Alloc func(n int) ([]byte, func(), error)
 }
 
 // Stats are the provider's counters since it was made.
@@ -224,7 +230,15 @@ func NewStream(f *gguf.File, layout *model.ExpertLayout, opts StreamOptions) (*S
 		return nil, errors.New("experts: the model has no experts to stream")
 	}
 	nslots := int(max(opts.Budget/slotBytes, 1))
-	arena, free, err := allocArena(nslots * int(slotBytes))
+	alloc := opts.Alloc
+	if alloc == nil {
+		alloc = allocArena
+	}
+	arena, free, err := alloc(nslots * int(slotBytes))
+	if err == nil && (len(arena) != nslots*int(slotBytes) || uintptr(unsafe.Pointer(unsafe.SliceData(arena)))%directAlign != 0) {
+		free()
+		err = fmt.Errorf("allocator gave %d bytes at %p, want %d aligned to %d", len(arena), unsafe.SliceData(arena), nslots*int(slotBytes), directAlign)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("experts: allocate an arena of %d slots of %d bytes: %w", nslots, slotBytes, err)
 	}
@@ -714,6 +728,13 @@ func (f *streamFetch) Weights(i int) model.ExpertWeights {
 		Up: s.arena[v[1][0]:v[1][1]], UpT: l.parts[1].ref.Type,
 		Down: s.arena[v[2][0]:v[2][1]], DownT: l.parts[2].ref.Type,
 	}
+}
+
+// Placed implements model.Placer: every requested expert has a slot.
+func (f *streamFetch) Placed() bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	return len(f.waiting) == 0
 }
 
 // Done implements model.Fetch: those experts' slots may be reused.

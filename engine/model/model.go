@@ -208,6 +208,13 @@ type Fetch interface {
 	Release()
 }
 
+// Placer is a Fetch that says whether every requested expert has memory
+// of its own now (none waits for another's Done): only then may a caller
+// hold them all until its Release, as a device using them in place does.
+type Placer interface {
+	Placed() bool
+}
+
 // Options are what an architecture's Open is given.
 type Options struct {
 	// Backend runs the model's ops; required.

@@ -23,6 +23,8 @@ struct mv_args {
     uint  x_stride;    // floats between the inputs of grid.y (0: one input for all)
     uint  y_stride;    // floats between the outputs of grid.y
     uint  use_slots;   // 1: matrix y is w + slots[ids[y]] * slot_bytes + w_off
+                       // 2: located: loc = ((ulong *) slots)[ids[y] * slot_bytes + w_off]; matrix y is
+                       //    base (loc >> 56) + (loc & 2^56-1), base 0 being w and 1..4 p1..p4
     uint  tg_base;     // first threadgroup of this dispatch (grid-size guard)
     ulong slot_bytes;
     ulong w_off;
@@ -509,10 +511,23 @@ struct t_iq4_xs {
 
 template <typename T>
 inline void mv_impl(constant mv_args & a, device const uchar * w, device const float * x, device float * y,
-                    device const int * ids, device const int * slots, uint3 tgpig, ushort tiisg, ushort sgitg) {
+                    device const int * ids, device const int * slots,
+                    device const uchar * p1, device const uchar * p2, device const uchar * p3, device const uchar * p4,
+                    uint3 tgpig, ushort tiisg, ushort sgitg) {
     const uint first = ((tgpig.x + a.tg_base) * NSG + sgitg) * NR;
-    device const uchar * m = a.use_slots ? w + ulong(slots[ids[tgpig.y]]) * a.slot_bytes + a.w_off
-                                         : w + ulong(tgpig.y) * a.mat_bytes;
+    device const uchar * m;
+    if (a.use_slots == 2) {
+        // An expert where its provider put it (the arena, in up to four
+        // buffers), or in a slot the host copied it into (w).
+        const ulong loc = ((device const ulong *) slots)[ulong(ids[tgpig.y]) * a.slot_bytes + a.w_off];
+        const uint part = uint(loc >> 56);
+        device const uchar * base = part == 1 ? p1 : part == 2 ? p2 : part == 3 ? p3 : part == 4 ? p4 : w;
+        m = base + (loc & 0x00ffffffffffffffUL);
+    } else if (a.use_slots == 1) {
+        m = w + ulong(slots[ids[tgpig.y]]) * a.slot_bytes + a.w_off;
+    } else {
+        m = w + ulong(tgpig.y) * a.mat_bytes;
+    }
     device const float * xv = x + ulong(tgpig.y) * a.x_stride;
     const uint nchunks = a.ncols / 32;
     float sum[4] = { 0.f, 0.f, 0.f, 0.f };
@@ -539,9 +554,10 @@ inline void mv_impl(constant mv_args & a, device const uchar * w, device const f
 
 #define MV_PARAMS constant mv_args & a [[buffer(0)]], device const uchar * w [[buffer(1)]], \
     device const float * x [[buffer(2)]], device float * y [[buffer(3)]], device const int * ids [[buffer(4)]], \
-    device const int * slots [[buffer(5)]], uint3 tgpig [[threadgroup_position_in_grid]], \
+    device const int * slots [[buffer(5)]], device const uchar * p1 [[buffer(6)]], device const uchar * p2 [[buffer(7)]], \
+    device const uchar * p3 [[buffer(8)]], device const uchar * p4 [[buffer(9)]], uint3 tgpig [[threadgroup_position_in_grid]], \
     ushort tiisg [[thread_index_in_simdgroup]], ushort sgitg [[simdgroup_index_in_threadgroup]]
-#define MV_ARGS a, w, x, y, ids, slots, tgpig, tiisg, sgitg
+#define MV_ARGS a, w, x, y, ids, slots, p1, p2, p3, p4, tgpig, tiisg, sgitg
 
 kernel void kernel_mv_f32(MV_PARAMS)     { mv_impl<t_f32>(MV_ARGS); }
 kernel void kernel_mv_f16(MV_PARAMS)     { mv_impl<t_f16>(MV_ARGS); }

@@ -91,6 +91,7 @@ type hsBuf struct {
 	down      []float32 // [used][embd]: each slot's expert output
 	order     []int32
 	ready     []int
+	copied    []int // of ready, those put into slots
 	got       []bool
 	next      []int32
 	inNext    []bool
@@ -402,7 +403,7 @@ func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x,
 		if h.pend == st {
 			h.pend = nil
 		}
-		if err := m.loadExperts(ctx, slots, logits, rows, sel, pred, aware, h); err != nil {
+		if err := m.loadExperts(ctx, hs, slots, logits, rows, sel, pred, aware, h); err != nil {
 			h.pend = nil // the handshakes after this one do not run
 			return fmt.Errorf("layer %d: experts: %w", m.Layer, err)
 		}
@@ -431,9 +432,13 @@ func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x,
 
 // loadExperts runs at the handshake: it records the routing (usage), asks
 // the provider for the active experts (and, with a prediction, reads ahead
-// the next layer's), and puts each into its slot (its index among the
-// active experts) as it arrives.
-func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits []float32, rows int, sel []int32, pred []float32, aware bool, h *hsBuf) error {
+// the next layer's), and gives each to the backend as it arrives: bound
+// where it lies when the backend can read the provider's memory and the
+// provider placed every expert of the fetch (then the fetch is held until
+// the device has run the layer's experts: hs.AfterRun releases it), else
+// put into its slot (its index among the active experts) and marked done,
+// so a provider with less room than the layer needs reuses its memory.
+func (m *MoE) loadExperts(ctx context.Context, hs backend.Handshaker, slots backend.ExpertSlots, logits []float32, rows int, sel []int32, pred []float32, aware bool, h *hsBuf) error {
 	ne, nu := m.Experts, m.Used
 	if pol := m.policy(); pol.Enabled {
 		var res []bool
@@ -473,7 +478,16 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 	if err != nil {
 		return err
 	}
-	defer f.Release()
+	p, hold := f.(model.Placer)
+	hold = hold && p.Placed()
+	held := false
+	defer func() {
+		if held {
+			hs.AfterRun(f.Release)
+		} else {
+			f.Release()
+		}
+	}()
 	if pred != nil {
 		// readAhead's choice, on the host: the same rule as the device's
 		// Route (the selftest holds them to the same experts).
@@ -504,6 +518,7 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 	h.got = h.got[:len(h.order)]
 	clear(h.got)
 	for done := 0; done < len(h.order); {
+		h.copied = h.copied[:0]
 		if h.ready, err = f.Ready(ctx, h.ready[:0]); err != nil {
 			return err
 		}
@@ -512,12 +527,18 @@ func (m *MoE) loadExperts(ctx context.Context, slots backend.ExpertSlots, logits
 				return fmt.Errorf("expert provider returned index %d twice or out of range", a)
 			}
 			h.got[a] = true
-			if err := slots.Put(a, h.order[a], f.Weights(a)); err != nil {
+			w := f.Weights(a)
+			if hold && slots.Bind(h.order[a], w) {
+				held = true
+				continue
+			}
+			if err := slots.Put(a, h.order[a], w); err != nil {
 				return err
 			}
+			h.copied = append(h.copied, a)
 		}
 		done += len(h.ready)
-		f.Done(h.ready) // copied: the provider may reuse their memory
+		f.Done(h.copied) // the provider may reuse their memory
 	}
 	return nil
 }
