@@ -394,7 +394,7 @@ func toGenStats(st engine.Stats) protocol.GenStats {
 	if x := st.Experts; x != nil {
 		g.Experts = &protocol.ExpertStats{Hits: x.Hits, Misses: x.Misses, ReadAheads: x.ReadAheads, AheadUsed: x.AheadUsed,
 			HitRate: x.HitRate, BytesRead: x.BytesRead,
-			ReadMBps: x.ReadMBps, StallSeconds: x.StallSeconds, CacheBytes: x.CacheBytes}
+			ReadMBps: x.ReadMBps, StallSeconds: x.StallSeconds, CacheBytes: x.CacheBytes, InPlace: x.InPlace, Copied: x.Copied}
 	}
 	if r := st.Routing; r != nil {
 		g.Routing = &protocol.RoutingStats{Agreement: r.Agreement, KL: r.KL, SwappedPct: r.SwappedPct, ResidentPct: r.ResidentPct}

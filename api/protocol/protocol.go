@@ -379,6 +379,10 @@ type ExpertStats struct {
 	ReadMBps     float64 `json:"read_mb_per_second"` // bytes read / the generation's time
 	StallSeconds float64 `json:"stall_seconds"`      // time layers waited for experts
 	CacheBytes   int64   `json:"cache_bytes"`
+	// On the Metal backend: experts the GPU used where the cache read
+	// them, and experts copied into its slots instead.
+	InPlace int64 `json:"experts_in_place,omitempty"`
+	Copied  int64 `json:"experts_copied,omitempty"`
 }
 
 // RoutingStats describe cache-aware routing over one generation, against
