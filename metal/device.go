@@ -136,7 +136,8 @@ type Commands struct {
 type item struct {
 	d       *Dispatch
 	barrier bool
-	host    func(ctx context.Context) error
+	host    func(ctx context.Context) error // a Signal
+	resume  bool                            // a Resume
 }
 
 // Dispatch appends d (split by the grid-size guard if it is too large).
@@ -169,12 +170,51 @@ func (c *Commands) Barrier() {
 
 // Handshake stops the GPU after everything before it has completed, runs
 // fn on the host (which may read and write shared buffers), and lets the
-// GPU go on when fn returns. An error from fn aborts the command list.
-// On a GPU this is a pair of MTLSharedEvent signal/wait, waited on by one
-// spinning host thread.
+// GPU go on when fn returns: a Signal and its Resume with nothing between.
+// An error from fn aborts the command list. On a GPU this is a pair of
+// MTLSharedEvent signal/wait, waited on by one spinning host thread.
 func (c *Commands) Handshake(fn func(ctx context.Context) error) {
+	c.Signal(fn)
+	c.Resume()
+}
+
+// Signal runs fn on the host once everything before it has completed,
+// while the GPU goes on with the dispatches queued after it up to the
+// next Resume (they must not touch what fn reads or writes); the
+// dispatches after that Resume start once fn has returned. An error from
+// fn aborts the command list there. A Signal left open is resumed by the
+// next Signal or the end of the list. On a GPU: the shared event's signal
+// here, its wait at the Resume.
+func (c *Commands) Signal(fn func(ctx context.Context) error) {
+	c.Resume()
 	c.Barrier()
 	c.items = append(c.items, item{host: fn, barrier: true})
+}
+
+// Resume ends the open Signal's overlap (nothing if none is open).
+func (c *Commands) Resume() {
+	for i := len(c.items) - 1; i >= 0; i-- {
+		switch it := c.items[i]; {
+		case it.resume:
+			return
+		case it.host != nil:
+			c.items = append(c.items, item{resume: true, barrier: true})
+			return
+		}
+	}
+}
+
+// openSignal reports whether a Signal has no Resume yet.
+func (c *Commands) openSignal() bool {
+	for i := len(c.items) - 1; i >= 0; i-- {
+		if c.items[i].resume {
+			return false
+		}
+		if c.items[i].host != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Err is the first invalid dispatch's error.

@@ -261,7 +261,8 @@ func (g *GPU) MaxThreads(kernel string, fc map[int]int32) (int, error) {
 // concurrent compute encoder between handshakes, memory barriers where c
 // has them), committed, and each handshake waited for by this goroutine
 // spinning on the shared event (never more than one spinner: Runs are
-// serialised).
+// serialised). A Signal encodes the event's signal, its Resume the wait
+// for the host's "go on": the dispatches between run while the host works.
 func (g *GPU) Run(ctx context.Context, c *Commands) error {
 	if c.err != nil {
 		return c.err
@@ -298,6 +299,18 @@ func (g *GPU) Run(ctx context.Context, c *Commands) error {
 	}
 	var waits []wait
 	enc := cb.Send(selComputeEncoderType, uint64(mtlDispatchConcurrent))
+	// resume makes the GPU wait for "go on" from the open Signal's host
+	// function before the dispatches after it.
+	open := false
+	resume := func() {
+		if !open {
+			return
+		}
+		open = false
+		enc.Send(selEndEncoding)
+		cb.Send(selEncodeWait, g.event, waits[len(waits)-1].resume)
+		enc = cb.Send(selComputeEncoderType, uint64(mtlDispatchConcurrent))
+	}
 	for i, it := range c.items {
 		switch {
 		case it.d != nil:
@@ -322,18 +335,23 @@ func (g *GPU) Run(ctx context.Context, c *Commands) error {
 			enc.Send(selDispatch, mtlSize{uint64(d.Grid[0]), uint64(d.Grid[1]), uint64(d.Grid[2])},
 				mtlSize{uint64(d.TG[0]), uint64(d.TG[1]), uint64(d.TG[2])})
 		case it.host != nil:
-			// GPU: signal "reached", wait for "go on" (outside an encoder).
+			// GPU: signal "reached" (outside an encoder); the dispatches
+			// up to the Resume run while the host works.
+			resume()
 			enc.Send(selEndEncoding)
 			g.seq += 2
 			w := wait{signal: g.seq - 1, resume: g.seq, fn: it.host}
 			cb.Send(selEncodeSignal, g.event, w.signal)
-			cb.Send(selEncodeWait, g.event, w.resume)
 			waits = append(waits, w)
+			open = true
 			enc = cb.Send(selComputeEncoderType, uint64(mtlDispatchConcurrent))
+		case it.resume:
+			resume()
 		case it.barrier:
 			enc.Send(selBarrier, uint64(mtlBarrierScopeBuffers))
 		}
 	}
+	resume()
 	enc.Send(selEndEncoding)
 	cb.Send(selCommit)
 	var hostErr error

@@ -87,7 +87,8 @@ func (e *Emulator) Alloc(n int) (Buffer, error) {
 // allows at most.
 func (e *Emulator) MaxThreads(string, map[int]int32) (int, error) { return MaxThreadsPerTG, nil }
 
-// Run implements Device.
+// Run implements Device. A Signal's host function runs on its own
+// goroutine while the dispatches up to its Resume run, as on a GPU.
 func (e *Emulator) Run(ctx context.Context, c *Commands) error {
 	if c.err != nil {
 		return c.err
@@ -113,6 +114,16 @@ func (e *Emulator) Run(ctx context.Context, c *Commands) error {
 		seg = seg[:0]
 		return nil
 	}
+	var host chan error // the open Signal's result
+	resume := func() error {
+		if host == nil {
+			return nil
+		}
+		err := <-host
+		host = nil
+		return err
+	}
+	defer func() { _ = resume() }() // never leave a host function running
 	for _, it := range c.items {
 		switch {
 		case it.d != nil:
@@ -121,7 +132,16 @@ func (e *Emulator) Run(ctx context.Context, c *Commands) error {
 			if err := flush(); err != nil {
 				return err
 			}
-			if err := it.host(ctx); err != nil {
+			if err := resume(); err != nil {
+				return err
+			}
+			host = make(chan error, 1)
+			go func(fn func(context.Context) error) { host <- fn(ctx) }(it.host)
+		case it.resume:
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := resume(); err != nil {
 				return err
 			}
 		case it.barrier:
@@ -130,7 +150,10 @@ func (e *Emulator) Run(ctx context.Context, c *Commands) error {
 			}
 		}
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return resume()
 }
 
 func (e *Emulator) run(d *Dispatch) error {

@@ -29,14 +29,18 @@ import (
 
 var _ backend.Handshaker = (*Backend)(nil)
 
-// Handshake implements backend.Handshaker: the AfterRun functions of the
-// handshake before it run first (the ops between them have completed).
+// Handshake implements backend.Handshaker (Commands.Signal): the
+// AfterRun functions of the handshake before it run first (the ops
+// between them have completed).
 func (b *Backend) Handshake(fn func(ctx context.Context) error) {
-	b.cmds.Handshake(func(ctx context.Context) error {
+	b.cmds.Signal(func(ctx context.Context) error {
 		b.runAfter()
 		return fn(ctx)
 	})
 }
+
+// Resume implements backend.Handshaker (Commands.Resume).
+func (b *Backend) Resume() { b.cmds.Resume() }
 
 // AfterRun implements backend.Handshaker.
 func (b *Backend) AfterRun(fn func()) { b.after = append(b.after, fn) }

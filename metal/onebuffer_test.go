@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/experts"
@@ -270,5 +273,36 @@ func TestBackendAfterRun(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(log), "[hs1 after1 hs2 after2 after3]"; got != want {
 		t.Errorf("order %s, want %s", got, want)
+	}
+}
+
+// The ops between a Handshake and its Resume run while the host function
+// runs (a MoE layer's shared expert while the host loads the routed
+// experts): here the host function waits until it sees what such an op
+// wrote, which it would never see if the device waited for it first. The
+// ops after the Resume start only once it has returned.
+func TestBackendHandshakeOverlap(t *testing.T) {
+	mb := metal.NewBackend(testDevice(t))
+	x, y := mb.Alloc(64), mb.Alloc(64)
+	var sawAfter float32 = -1
+	mb.Handshake(func(ctx context.Context) error {
+		deadline := time.Now().Add(30 * time.Second)
+		for atomic.LoadUint32((*uint32)(unsafe.Pointer(&x[63]))) != math.Float32bits(7) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the op queued before Resume did not run while the host function ran")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		sawAfter = math.Float32frombits(atomic.LoadUint32((*uint32)(unsafe.Pointer(&y[0]))))
+		return nil
+	})
+	mb.Fill(x, 7)
+	mb.Resume()
+	mb.Fill(y, 9)
+	if err := mb.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if sawAfter != 0 || y[0] != 9 {
+		t.Errorf("the op after Resume: the host function saw y = %g (want 0, not run yet); after the Sync y = %g", sawAfter, y[0])
 	}
 }

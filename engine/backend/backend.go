@@ -292,11 +292,16 @@ func AllocI32(be Backend, n int) []int32 {
 type Handshaker interface {
 	// Handshake queues fn to run on the host when the device reaches it:
 	// every op queued before it has completed (fn may read their results
-	// in backend memory and fill ExpertSlots), and no op queued after it
-	// starts before fn returns. fn must not queue ops. An error from fn
-	// is returned by the Sync that runs it, and the ops after it do not
-	// run.
+	// in backend memory and fill ExpertSlots). The ops queued after it up
+	// to the next Resume may run while fn runs (they must not touch what
+	// fn reads or writes: a MoE layer's shared expert); those after the
+	// Resume start once fn has returned. fn must not queue ops. An error
+	// from fn is returned by the Sync that runs it, and the ops after the
+	// Resume do not run.
 	Handshake(fn func(ctx context.Context) error)
+	// Resume ends the overlap of the last Handshake (a Handshake or Sync
+	// without one resumes at once).
+	Resume()
 	// ExpertSlots returns n slots in backend memory for one expert each
 	// (gate and up of t[0], t[1]: [ff × embd]; down of t[2]: [embd × ff])
 	// among experts, filled by Put at a Handshake and read by

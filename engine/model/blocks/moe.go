@@ -412,12 +412,16 @@ func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x,
 		}
 		return nil
 	})
+	// The shared expert runs on the device while the host loads the
+	// routed experts (it reads xn and the shared weights, which the
+	// handshake does not touch).
 	var sh []float32
 	if m.Shared != nil {
 		if sh, err = m.shared(be, xn, rows, buf); err != nil {
 			return err
 		}
 	}
+	hs.Resume()
 	if err := hs.SlotExpertsFFN(slots, xn, rows, nu, sel, down); err != nil {
 		return fmt.Errorf("layer %d: %w", m.Layer, err)
 	}
