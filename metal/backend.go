@@ -22,9 +22,10 @@ import (
 // weights outside device memory) are staged at the call, and host slices
 // it writes are copied back at Sync.
 type Backend struct {
-	// ArenaPart is the largest buffer AllocHost binds an arena through
-	// (zero: the device's largest, or 1.25 GiB where it does not say).
-	ArenaPart int
+	// PartLen is the largest buffer AllocHost and MapHost wrap host
+	// memory in (zero: the device's largest, or 1.25 GiB where it does
+	// not say).
+	PartLen int
 
 	dev     Device
 	ctx     context.Context
@@ -37,7 +38,7 @@ type Backend struct {
 	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
 	syncs   int          // Sync calls, each a command buffer and a host wait
 	slots   map[slotsKey]*expertSlots
-	arenas  []arenaPart // AllocHost's memory, in the order made
+	parts   []hostPart  // memory AllocHost and MapHost wrapped, in the order made
 	after   []func()    // AfterRun's, for the ops after the last handshake
 	loads   backend.ExpertLoads
 }
@@ -156,49 +157,40 @@ func (b *Backend) in(x []float32) BufRef {
 // out binds x for writing (and reading: ops may update in place).
 func (b *Backend) out(x []float32) BufRef { return b.outRaw(f32Bytes(x)) }
 
-// Host memory wrapped by MapHost is cut into buffers of at most
-// mapChunk+mapOverlap bytes starting every mapChunk bytes, so that any
-// slice of at most mapOverlap bytes lies whole inside one of them (M-series
-// GPUs cap a buffer's length, maxBufferLength, at a fraction of the RAM,
-// so a 50 GB model file cannot be one buffer). An expert slice of
+// Host memory wrapped by MapHost or AllocHost is cut into buffers of at
+// most the device's maxBufferLength (M-series GPUs cap a buffer at about
+// half the RAM, so a 50 GB model file cannot be one buffer), or
+// mapChunk+mapOverlap bytes where the device does not say, starting every
+// that length less the overlap, so that any slice of at most mapOverlap
+// bytes lies whole inside one of them (arenaParts). An expert slice of
 // Qwen3.8 Flash Next is a few MB; a dense tensor goes through NewMatrix.
 const (
 	mapChunk   = 1 << 30
 	mapOverlap = 256 << 20
 )
 
-// mapChunks returns the [start, end) byte ranges MapHost wraps for n bytes.
-func mapChunks(n int) [][2]int {
-	var out [][2]int
-	for s := 0; s < n; s += mapChunk {
-		out = append(out, [2]int{s, min(n, s+mapChunk+mapOverlap)})
-		if s+mapChunk+mapOverlap >= n {
-			break
-		}
-	}
-	return out
-}
-
-// MapHost wraps mem (a file's memory map, the expert arena; page-aligned,
-// not Go heap memory) in no-copy device buffers once, so that every
-// weight slice inside it is bound as one of those buffers at an offset
-// instead of being wrapped (or copied) one by one. On a device without
-// no-copy buffers (the emulator) it does nothing and slices are staged;
-// memory AllocHost made is wrapped already. It returns how many buffers
-// it made.
+// MapHost wraps mem (a file's memory map; page-aligned, not Go heap
+// memory) in no-copy device buffers once, so that every weight slice
+// inside it is bound as one of those buffers at an offset instead of being
+// wrapped (or copied) one by one, and a handshake binds the experts in it
+// in place (ExpertSlots.Bind). On a device without no-copy buffers (the
+// emulator) it does nothing and slices are staged; memory AllocHost made
+// is wrapped already. It returns how many buffers it made.
 func (b *Backend) MapHost(mem []byte) (int, error) {
 	nc, ok := b.dev.(NoCopier)
-	if !ok || len(mem) == 0 || b.inArena(mem) {
+	if !ok || len(mem) == 0 || b.wrapped(mem) {
 		return 0, nil
 	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
 	n := 0
-	for _, c := range mapChunks(len(mem)) {
+	for _, c := range arenaParts(len(mem), b.partLen()) {
 		part := mem[c[0]:c[1]]
 		r, err := nc.NoCopy(part)
 		if err != nil {
 			return n, fmt.Errorf("metal backend: wrap %d bytes of host memory: %w", len(part), err)
 		}
 		b.addRegion(r.Buf, part)
+		b.parts = append(b.parts, hostPart{start: base + uintptr(c[0]), end: base + uintptr(c[1]), ref: r})
 		n++
 	}
 	return n, nil

@@ -136,18 +136,19 @@ func (s *expertSlots) Put(k int, expert int32, w backend.ExpertWeights) error {
 }
 
 // Bind implements backend.ExpertSlots: each matrix must lie whole in one
-// of the first MaxBases parts of the arenas AllocHost made.
+// of the parts of host memory the location table can point into (bases).
 func (s *expertSlots) Bind(expert int32, w backend.ExpertWeights) bool {
 	if expert < 0 || int(expert) >= s.experts {
 		return false
 	}
 	var loc [3]uint64
+	bases := s.b.bases()
 	for i, p := range s.mats(w) {
 		var ok bool
 		if p.t != s.t[i] || len(p.b) != s.size[i] {
 			return false // Put says why
 		}
-		if loc[i], ok = s.b.locate(p.b); !ok {
+		if loc[i], ok = locate(bases, p.b); !ok {
 			return false
 		}
 	}

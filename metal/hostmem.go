@@ -8,11 +8,13 @@ import (
 	"github.com/strata-llm/strata/engine/backend"
 )
 
-// Host memory the device reads in place (backend.HostAllocator): an
-// expert provider's arena allocated by AllocHost is bound, in up to
-// MaxBases parts, by the mat-vecs of SlotExpertsFFN, and
-// ExpertSlots.Bind points the location table at an expert where the
-// provider read it instead of copying it into a slot.
+// Host memory the device reads in place (backend.HostAllocator and
+// MapHost): an expert provider's arena allocated by AllocHost, or the
+// model file's mapping wrapped by MapHost, is bound, in up to MaxBases
+// parts, by the mat-vecs of SlotExpertsFFN, and ExpertSlots.Bind points
+// the location table at an expert where it lies instead of copying it
+// into a slot. Arena parts come first: when experts stream, the file's
+// mapping holds only what the arena does not.
 //
 // On a Mac the arena is anonymous memory (locked where allowed) wrapped by
 // newBufferWithBytesNoCopy in parts of at most the device's
@@ -23,11 +25,12 @@ import (
 
 var _ backend.HostAllocator = (*Backend)(nil)
 
-// arenaPart is one device buffer over [start, end) of an arena: ref binds
-// its first byte.
-type arenaPart struct {
+// hostPart is one device buffer over [start, end) of wrapped host memory:
+// ref binds its first byte.
+type hostPart struct {
 	start, end uintptr
 	ref        BufRef
+	arena      bool // AllocHost's
 }
 
 // maxBufferer is a device that says how large one buffer may be.
@@ -35,9 +38,20 @@ type maxBufferer interface {
 	MaxBufferLength() int
 }
 
-// arenaParts returns the [start, end) ranges of the parts of an n-byte
-// arena, each at most partLen bytes (rounded down to pages), consecutive
-// ones overlapping by a quarter of that, at most mapOverlap.
+// partLen is the length of the parts host memory is wrapped in.
+func (b *Backend) partLen() int {
+	if b.PartLen > 0 {
+		return b.PartLen
+	}
+	if mb, ok := b.dev.(maxBufferer); ok && mb.MaxBufferLength() > 0 {
+		return mb.MaxBufferLength()
+	}
+	return mapChunk + mapOverlap
+}
+
+// arenaParts returns the [start, end) ranges of the parts of n bytes of
+// host memory, each at most partLen bytes (rounded down to pages),
+// consecutive ones overlapping by a quarter of that, at most mapOverlap.
 func arenaParts(n, partLen int) [][2]int {
 	partLen = max(partLen&^(BufferAlignment-1), 4*BufferAlignment)
 	if n <= partLen {
@@ -54,20 +68,11 @@ func arenaParts(n, partLen int) [][2]int {
 	}
 }
 
-// AllocHost implements backend.HostAllocator. Its parts are bound through
-// buffers of at most ArenaPart bytes (zero: the device's largest buffer,
-// or 1.25 GiB where it does not say); the first MaxBases parts of all
-// arenas can hold bound experts, the rest of an arena is copied from.
+// AllocHost implements backend.HostAllocator. Its parts are wrapped in
+// buffers of at most PartLen bytes.
 func (b *Backend) AllocHost(n int) ([]byte, func(), error) {
 	if n <= 0 {
 		return nil, nil, fmt.Errorf("metal backend: host memory of %d bytes", n)
-	}
-	partLen := b.ArenaPart
-	if partLen <= 0 {
-		partLen = mapChunk + mapOverlap
-		if mb, ok := b.dev.(maxBufferer); ok && mb.MaxBufferLength() > 0 {
-			partLen = mb.MaxBufferLength()
-		}
 	}
 	var mem []byte
 	release := func() {}
@@ -98,25 +103,25 @@ func (b *Backend) AllocHost(n int) ([]byte, func(), error) {
 	end := base + uintptr(n)
 	// free forgets the arena (no later op binds it) before the memory goes.
 	free := func() {
-		b.arenas = slices.DeleteFunc(b.arenas, func(a arenaPart) bool { return a.start >= base && a.start < end })
+		b.parts = slices.DeleteFunc(b.parts, func(a hostPart) bool { return a.start >= base && a.start < end })
 		b.regions = slices.DeleteFunc(b.regions, func(r region) bool { return r.start >= base && r.start < end })
 		release()
 	}
-	for _, p := range arenaParts(n, partLen) {
+	for _, p := range arenaParts(n, b.partLen()) {
 		r, err := wrap(p[0], p[1])
 		if err != nil {
 			free()
 			return nil, nil, fmt.Errorf("metal backend: wrap host memory: %w", err)
 		}
-		b.arenas = append(b.arenas, arenaPart{start: base + uintptr(p[0]), end: base + uintptr(p[1]), ref: r})
+		b.parts = append(b.parts, hostPart{start: base + uintptr(p[0]), end: base + uintptr(p[1]), ref: r, arena: true})
 	}
 	return mem, free, nil
 }
 
-// inArena reports whether mem lies in memory AllocHost made.
-func (b *Backend) inArena(mem []byte) bool {
+// wrapped reports whether mem starts in host memory already wrapped.
+func (b *Backend) wrapped(mem []byte) bool {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
-	for _, a := range b.arenas {
+	for _, a := range b.parts {
 		if p >= a.start && p < a.end {
 			return true
 		}
@@ -124,17 +129,28 @@ func (b *Backend) inArena(mem []byte) bool {
 	return false
 }
 
-// bases are the arena parts a location table can point into (base i+1).
-func (b *Backend) bases() []arenaPart { return b.arenas[:min(len(b.arenas), MaxBases)] }
+// bases are the parts a location table can point into (base i+1): the
+// arenas' first, then the file's, at most MaxBases.
+func (b *Backend) bases() []hostPart {
+	out := make([]hostPart, 0, MaxBases)
+	for _, arena := range []bool{true, false} {
+		for _, p := range b.parts {
+			if p.arena == arena && len(out) < MaxBases {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
 
-// locate returns the location-table entry of mem: the arena part holding
-// it whole (base i+1) and its offset there.
-func (b *Backend) locate(mem []byte) (uint64, bool) {
+// locate returns the location-table entry of mem among bases: the part
+// holding it whole (base i+1) and its offset there.
+func locate(bases []hostPart, mem []byte) (uint64, bool) {
 	if len(mem) == 0 {
 		return 0, false
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
-	for i, a := range b.bases() {
+	for i, a := range bases {
 		if p >= a.start && p+uintptr(len(mem)) <= a.end {
 			return uint64(i+1)<<56 | uint64(p-a.start), true
 		}

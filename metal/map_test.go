@@ -2,39 +2,16 @@ package metal
 
 import "testing"
 
-// mapChunks covers every byte, and every slice of at most mapOverlap bytes
-// lies whole in the chunk find picks (the last one starting at or before it).
-func TestMapChunks(t *testing.T) {
-	for _, n := range []int{1, mapChunk - 1, mapChunk, mapChunk + mapOverlap, mapChunk + mapOverlap + 1, 5*mapChunk + 7, 50 << 30} {
-		cs := mapChunks(n)
-		if cs[0][0] != 0 || cs[len(cs)-1][1] != n {
-			t.Fatalf("n=%d: chunks %v do not span it", n, cs)
-		}
-		for i, c := range cs {
-			if c[1]-c[0] > mapChunk+mapOverlap || c[0] != i*mapChunk {
-				t.Fatalf("n=%d: chunk %d = %v", n, i, c)
-			}
-		}
-		for _, p := range []int{0, n / 2, n - 1, max(0, n-mapOverlap), mapChunk - 1} {
-			if p >= n {
-				continue
-			}
-			l := min(mapOverlap, n-p)
-			k := min(p/mapChunk, len(cs)-1)
-			if c := cs[k]; p < c[0] || p+l > c[1] {
-				t.Fatalf("n=%d: slice [%d,+%d) not inside chunk %d %v", n, p, l, k, c)
-			}
-		}
-	}
-}
-
-// arenaParts covers an arena with parts of at most partLen bytes (whole
+// arenaParts covers host memory with parts of at most partLen bytes (whole
 // pages), consecutive ones overlapping so that every slice of at most the
-// overlap lies whole in one part.
+// overlap lies whole in one part; with the default length (the device
+// does not say its largest buffer) that is 1.25 GiB every 1 GiB, as
+// llama.cpp's Metal backend splits its mmap.
 func TestArenaParts(t *testing.T) {
 	for _, tc := range []struct{ n, part int }{
 		{1, 1 << 30}, {100 << 10, 256 << 10}, {256 << 10, 256 << 10}, {900 << 10, 256 << 10},
 		{900<<10 + 5, 256<<10 + 3}, {1 << 20, 1}, {20 << 30, 12 << 30}, {50 << 30, 1 << 30},
+		{50 << 30, mapChunk + mapOverlap}, {mapChunk + mapOverlap + 1, mapChunk + mapOverlap},
 	} {
 		ps := arenaParts(tc.n, tc.part)
 		pl := max(tc.part&^(BufferAlignment-1), 4*BufferAlignment)
@@ -65,5 +42,17 @@ func TestArenaParts(t *testing.T) {
 				t.Fatalf("%+v: slice [%d, %d) lies in no part of %v", tc, s, e, ps)
 			}
 		}
+	}
+}
+
+func TestArenaPartsDefault(t *testing.T) {
+	ps := arenaParts(5*mapChunk+7, mapChunk+mapOverlap)
+	for i, p := range ps {
+		if p[0] != i*mapChunk || p[1] != min(5*mapChunk+7, i*mapChunk+mapChunk+mapOverlap) {
+			t.Fatalf("part %d = %v, want 1.25 GiB from %d GiB", i, p, i)
+		}
+	}
+	if len(ps) != 5 {
+		t.Fatalf("%d parts", len(ps))
 	}
 }

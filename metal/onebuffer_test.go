@@ -102,7 +102,7 @@ func openAny[M model.Model](open func(*gguf.File, model.Options) (M, error)) fun
 type arenaCase struct {
 	slots int  // experts it holds
 	host  bool // allocated by the backend (AllocHost), so experts can be bound
-	part  int  // Backend.ArenaPart
+	part  int  // Backend.PartLen
 }
 
 type decodeRun struct {
@@ -126,7 +126,7 @@ func oneBufferMatchesSyncs[M model.Model](t *testing.T, cfg synth.Config, open f
 		}
 		t.Cleanup(func() { f.Close() })
 		mb := metal.NewBackend(testDevice(t))
-		mb.ArenaPart = ac.part
+		mb.PartLen = ac.part
 		var be backend.Backend = mb
 		if !oneBuffer {
 			be = syncOnly{mb}
