@@ -38,8 +38,8 @@ type Backend struct {
 	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
 	syncs   int          // Sync calls, each a command buffer and a host wait
 	slots   map[slotsKey]*expertSlots
-	parts   []hostPart  // memory AllocHost and MapHost wrapped, in the order made
-	after   []func()    // AfterRun's, for the ops after the last handshake
+	parts   []hostPart // memory AllocHost and MapHost wrapped, in the order made
+	after   []func()   // AfterRun's, for the ops after the last handshake
 	loads   backend.ExpertLoads
 }
 
