@@ -13,19 +13,26 @@ type WeightType struct {
 	BlockVals int // values per block
 	BlockSize int // bytes per block
 	suffix    string
+	mv, mvl   string // its mat-vec kernels' names (dense or slots; located)
 }
 
 var weightTypes = []WeightType{
-	{ggml.F32, 1, 4, "f32"}, {ggml.F16, 1, 2, "f16"}, {ggml.BF16, 1, 2, "bf16"},
-	{ggml.Q8_0, 32, 34, "q8_0"}, {ggml.Q4_0, 32, 18, "q4_0"},
-	{ggml.Q2_K, 256, 84, "q2_K"}, {ggml.Q3_K, 256, 110, "q3_K"}, {ggml.Q4_K, 256, 144, "q4_K"},
-	{ggml.Q5_K, 256, 176, "q5_K"}, {ggml.Q6_K, 256, 210, "q6_K"},
-	{ggml.IQ2_XXS, 256, 66, "iq2_xxs"}, {ggml.IQ2_XS, 256, 74, "iq2_xs"}, {ggml.IQ3_XXS, 256, 98, "iq3_xxs"},
-	{ggml.IQ4_XS, 256, 136, "iq4_xs"},
-	{ggml.Q4_1, 32, 20, "q4_1"}, {ggml.Q5_0, 32, 22, "q5_0"}, {ggml.Q5_1, 32, 24, "q5_1"},
-	{ggml.IQ4_NL, 32, 18, "iq4_nl"}, {ggml.MXFP4, 32, 17, "mxfp4"},
-	{ggml.TQ1_0, 256, 54, "tq1_0"}, {ggml.TQ2_0, 256, 66, "tq2_0"},
-	{ggml.IQ3_S, 256, 110, "iq3_s"}, {ggml.IQ2_S, 256, 82, "iq2_s"}, {ggml.IQ1_S, 256, 50, "iq1_s"}, {ggml.IQ1_M, 256, 56, "iq1_m"},
+	newWeightType(ggml.F32, 1, 4, "f32"), newWeightType(ggml.F16, 1, 2, "f16"), newWeightType(ggml.BF16, 1, 2, "bf16"),
+	newWeightType(ggml.Q8_0, 32, 34, "q8_0"), newWeightType(ggml.Q4_0, 32, 18, "q4_0"),
+	newWeightType(ggml.Q2_K, 256, 84, "q2_K"), newWeightType(ggml.Q3_K, 256, 110, "q3_K"), newWeightType(ggml.Q4_K, 256, 144, "q4_K"),
+	newWeightType(ggml.Q5_K, 256, 176, "q5_K"), newWeightType(ggml.Q6_K, 256, 210, "q6_K"),
+	newWeightType(ggml.IQ2_XXS, 256, 66, "iq2_xxs"), newWeightType(ggml.IQ2_XS, 256, 74, "iq2_xs"), newWeightType(ggml.IQ3_XXS, 256, 98, "iq3_xxs"),
+	newWeightType(ggml.IQ4_XS, 256, 136, "iq4_xs"),
+	newWeightType(ggml.Q4_1, 32, 20, "q4_1"), newWeightType(ggml.Q5_0, 32, 22, "q5_0"), newWeightType(ggml.Q5_1, 32, 24, "q5_1"),
+	newWeightType(ggml.IQ4_NL, 32, 18, "iq4_nl"), newWeightType(ggml.MXFP4, 32, 17, "mxfp4"),
+	newWeightType(ggml.TQ1_0, 256, 54, "tq1_0"), newWeightType(ggml.TQ2_0, 256, 66, "tq2_0"),
+	newWeightType(ggml.IQ3_S, 256, 110, "iq3_s"), newWeightType(ggml.IQ2_S, 256, 82, "iq2_s"), newWeightType(ggml.IQ1_S, 256, 50, "iq1_s"), newWeightType(ggml.IQ1_M, 256, 56, "iq1_m"),
+}
+
+// newWeightType makes a table entry with its kernels' names, made once (a
+// decode step encodes thousands of mat-vecs).
+func newWeightType(t ggml.Type, vals, size int, suffix string) WeightType {
+	return WeightType{Type: t, BlockVals: vals, BlockSize: size, suffix: suffix, mv: "kernel_mv_" + suffix, mvl: "kernel_mvl_" + suffix}
 }
 
 // WeightTypes lists the weight types the kernels support.
@@ -49,7 +56,7 @@ func MatVecKernel(t ggml.Type) string {
 	if err != nil {
 		return ""
 	}
-	return "kernel_mv_" + w.suffix
+	return w.mv
 }
 
 // Geometry of the mat-vec kernels (their function constants 0 and 1).
@@ -121,18 +128,21 @@ func (m MatVec) Encode(c *Commands) {
 	if ys == 0 {
 		ys = m.Rows
 	}
-	slots, sb, woff := uint32(0), uint64(m.SlotBytes), uint64(m.WOff)
-	bufs := map[int]BufRef{1: m.W, 2: m.X, 3: m.Y, 4: m.X, 5: m.X, 6: m.W, 7: m.W, 8: m.W, 9: m.W}
+	slots, sb, woff, kernel := uint32(0), uint64(m.SlotBytes), uint64(m.WOff), wt.mv
+	bufs := map[int]BufRef{1: m.W, 2: m.X, 3: m.Y, 4: m.X, 5: m.X}
 	switch {
 	case m.IDs != nil && m.Locs != nil:
 		if len(m.Bases) > MaxBases || m.LocStride < 1 || m.LocIndex < 0 || m.LocIndex >= m.LocStride {
 			c.fail(fmt.Errorf("mat-vec %s: location table of stride %d, index %d, %d bases (at most %d)", m.T, m.LocStride, m.LocIndex, len(m.Bases), MaxBases))
 			return
 		}
-		slots, sb, woff = 2, uint64(m.LocStride), uint64(m.LocIndex)
+		slots, sb, woff, kernel = 2, uint64(m.LocStride), uint64(m.LocIndex), wt.mvl
 		bufs[4], bufs[5] = *m.IDs, *m.Locs
-		for i, b := range m.Bases {
-			bufs[6+i] = b
+		for i := range MaxBases {
+			bufs[6+i] = m.W
+			if i < len(m.Bases) {
+				bufs[6+i] = m.Bases[i]
+			}
 		}
 	case m.IDs != nil && m.Slots != nil:
 		slots = 1
@@ -143,7 +153,7 @@ func (m MatVec) Encode(c *Commands) {
 		u64(sb).u64(woff).bytes()
 	rowsPerTG := g.NSG * g.NR
 	c.Dispatch(Dispatch{
-		Kernel: "kernel_mv_" + wt.suffix, FC: map[int]int32{0: int32(g.NSG), 1: int32(g.NR)},
+		Kernel: kernel, FC: map[int]int32{0: int32(g.NSG), 1: int32(g.NR)},
 		Grid: [3]uint32{uint32((m.Rows + rowsPerTG - 1) / rowsPerTG), uint32(n), 1}, TG: [3]uint32{uint32(SimdWidth * g.NSG), 1, 1},
 		Bufs: bufs, Bytes: map[int][]byte{0: a}, SplitArg: 0, SplitOff: 36,
 	})
@@ -525,7 +535,7 @@ func (c *Commands) fail(err error) {
 func kernelNames() []string {
 	var out []string
 	for _, w := range weightTypes {
-		out = append(out, "kernel_mv_"+w.suffix, "kernel_get_rows_"+w.suffix)
+		out = append(out, w.mv, w.mvl, "kernel_get_rows_"+w.suffix)
 	}
 	return append(out, "kernel_rms_norm", "kernel_rope_neox", "kernel_kv_store", "kernel_attn_decode",
 		"kernel_softmax", "kernel_router", "kernel_swiglu", "kernel_add", "kernel_moe_combine", "kernel_norm_rope", "kernel_axpy", "kernel_router_cache")

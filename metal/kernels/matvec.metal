@@ -554,25 +554,42 @@ inline void mv_impl(constant mv_args & a, device const uchar * w, device const f
 
 #define MV_PARAMS constant mv_args & a [[buffer(0)]], device const uchar * w [[buffer(1)]], \
     device const float * x [[buffer(2)]], device float * y [[buffer(3)]], device const int * ids [[buffer(4)]], \
-    device const int * slots [[buffer(5)]], device const uchar * p1 [[buffer(6)]], device const uchar * p2 [[buffer(7)]], \
-    device const uchar * p3 [[buffer(8)]], device const uchar * p4 [[buffer(9)]], uint3 tgpig [[threadgroup_position_in_grid]], \
+    device const int * slots [[buffer(5)]], uint3 tgpig [[threadgroup_position_in_grid]], \
     ushort tiisg [[thread_index_in_simdgroup]], ushort sgitg [[simdgroup_index_in_threadgroup]]
-#define MV_ARGS a, w, x, y, ids, slots, p1, p2, p3, p4, tgpig, tiisg, sgitg
+#define MV_ARGS a, w, x, y, ids, slots, w, w, w, w, tgpig, tiisg, sgitg
+// kernel_mvl_*: the located mode (use_slots 2), with the four other bases.
+#define MVL_PARAMS MV_PARAMS, device const uchar * p1 [[buffer(6)]], device const uchar * p2 [[buffer(7)]], \
+    device const uchar * p3 [[buffer(8)]], device const uchar * p4 [[buffer(9)]]
+#define MVL_ARGS a, w, x, y, ids, slots, p1, p2, p3, p4, tgpig, tiisg, sgitg
 
 kernel void kernel_mv_f32(MV_PARAMS)     { mv_impl<t_f32>(MV_ARGS); }
+kernel void kernel_mvl_f32(MVL_PARAMS) { mv_impl<t_f32>(MVL_ARGS); }
 kernel void kernel_mv_f16(MV_PARAMS)     { mv_impl<t_f16>(MV_ARGS); }
+kernel void kernel_mvl_f16(MVL_PARAMS) { mv_impl<t_f16>(MVL_ARGS); }
 kernel void kernel_mv_bf16(MV_PARAMS)    { mv_impl<t_bf16>(MV_ARGS); }
+kernel void kernel_mvl_bf16(MVL_PARAMS) { mv_impl<t_bf16>(MVL_ARGS); }
 kernel void kernel_mv_q8_0(MV_PARAMS)    { mv_impl<t_q8_0>(MV_ARGS); }
+kernel void kernel_mvl_q8_0(MVL_PARAMS) { mv_impl<t_q8_0>(MVL_ARGS); }
 kernel void kernel_mv_q4_0(MV_PARAMS)    { mv_impl<t_q4_0>(MV_ARGS); }
+kernel void kernel_mvl_q4_0(MVL_PARAMS) { mv_impl<t_q4_0>(MVL_ARGS); }
 kernel void kernel_mv_q4_K(MV_PARAMS)    { mv_impl<t_q4_K>(MV_ARGS); }
+kernel void kernel_mvl_q4_K(MVL_PARAMS) { mv_impl<t_q4_K>(MVL_ARGS); }
 kernel void kernel_mv_q5_K(MV_PARAMS)    { mv_impl<t_q5_K>(MV_ARGS); }
+kernel void kernel_mvl_q5_K(MVL_PARAMS) { mv_impl<t_q5_K>(MVL_ARGS); }
 kernel void kernel_mv_q6_K(MV_PARAMS)    { mv_impl<t_q6_K>(MV_ARGS); }
+kernel void kernel_mvl_q6_K(MVL_PARAMS) { mv_impl<t_q6_K>(MVL_ARGS); }
 kernel void kernel_mv_q2_K(MV_PARAMS)    { mv_impl<t_q2_K>(MV_ARGS); }
+kernel void kernel_mvl_q2_K(MVL_PARAMS) { mv_impl<t_q2_K>(MVL_ARGS); }
 kernel void kernel_mv_q3_K(MV_PARAMS)    { mv_impl<t_q3_K>(MV_ARGS); }
+kernel void kernel_mvl_q3_K(MVL_PARAMS) { mv_impl<t_q3_K>(MVL_ARGS); }
 kernel void kernel_mv_iq2_xs(MV_PARAMS)  { mv_impl<t_iq2_xs>(MV_ARGS); }
+kernel void kernel_mvl_iq2_xs(MVL_PARAMS) { mv_impl<t_iq2_xs>(MVL_ARGS); }
 kernel void kernel_mv_iq2_xxs(MV_PARAMS) { mv_impl<t_iq2_xxs>(MV_ARGS); }
+kernel void kernel_mvl_iq2_xxs(MVL_PARAMS) { mv_impl<t_iq2_xxs>(MVL_ARGS); }
 kernel void kernel_mv_iq3_xxs(MV_PARAMS) { mv_impl<t_iq3_xxs>(MV_ARGS); }
+kernel void kernel_mvl_iq3_xxs(MVL_PARAMS) { mv_impl<t_iq3_xxs>(MVL_ARGS); }
 kernel void kernel_mv_iq4_xs(MV_PARAMS)  { mv_impl<t_iq4_xs>(MV_ARGS); }
+kernel void kernel_mvl_iq4_xs(MVL_PARAMS) { mv_impl<t_iq4_xs>(MVL_ARGS); }
 
 // Row lookup (token embeddings): out[t] = dequantized row ids[t]; one
 // simdgroup per row, a lane per chunk.
@@ -1716,35 +1733,46 @@ struct t_iq1_m {
 };
 
 kernel void kernel_mv_q4_1(MV_PARAMS) { mv_impl<t_q4_1>(MV_ARGS); }
+kernel void kernel_mvl_q4_1(MVL_PARAMS) { mv_impl<t_q4_1>(MVL_ARGS); }
 kernel void kernel_mm_q4_1(MM_PARAMS) { mm_impl<t_q4_1>(MM_ARGS); }
 kernel void kernel_get_rows_q4_1(ROWS_PARAMS) { rows_impl<t_q4_1>(ROWS_ARGS); }
 kernel void kernel_mv_q5_0(MV_PARAMS) { mv_impl<t_q5_0>(MV_ARGS); }
+kernel void kernel_mvl_q5_0(MVL_PARAMS) { mv_impl<t_q5_0>(MVL_ARGS); }
 kernel void kernel_mm_q5_0(MM_PARAMS) { mm_impl<t_q5_0>(MM_ARGS); }
 kernel void kernel_get_rows_q5_0(ROWS_PARAMS) { rows_impl<t_q5_0>(ROWS_ARGS); }
 kernel void kernel_mv_q5_1(MV_PARAMS) { mv_impl<t_q5_1>(MV_ARGS); }
+kernel void kernel_mvl_q5_1(MVL_PARAMS) { mv_impl<t_q5_1>(MVL_ARGS); }
 kernel void kernel_mm_q5_1(MM_PARAMS) { mm_impl<t_q5_1>(MM_ARGS); }
 kernel void kernel_get_rows_q5_1(ROWS_PARAMS) { rows_impl<t_q5_1>(ROWS_ARGS); }
 kernel void kernel_mv_iq4_nl(MV_PARAMS) { mv_impl<t_iq4_nl>(MV_ARGS); }
+kernel void kernel_mvl_iq4_nl(MVL_PARAMS) { mv_impl<t_iq4_nl>(MVL_ARGS); }
 kernel void kernel_mm_iq4_nl(MM_PARAMS) { mm_impl<t_iq4_nl>(MM_ARGS); }
 kernel void kernel_get_rows_iq4_nl(ROWS_PARAMS) { rows_impl<t_iq4_nl>(ROWS_ARGS); }
 kernel void kernel_mv_mxfp4(MV_PARAMS) { mv_impl<t_mxfp4>(MV_ARGS); }
+kernel void kernel_mvl_mxfp4(MVL_PARAMS) { mv_impl<t_mxfp4>(MVL_ARGS); }
 kernel void kernel_mm_mxfp4(MM_PARAMS) { mm_impl<t_mxfp4>(MM_ARGS); }
 kernel void kernel_get_rows_mxfp4(ROWS_PARAMS) { rows_impl<t_mxfp4>(ROWS_ARGS); }
 kernel void kernel_mv_tq1_0(MV_PARAMS) { mv_impl<t_tq1_0>(MV_ARGS); }
+kernel void kernel_mvl_tq1_0(MVL_PARAMS) { mv_impl<t_tq1_0>(MVL_ARGS); }
 kernel void kernel_mm_tq1_0(MM_PARAMS) { mm_impl<t_tq1_0>(MM_ARGS); }
 kernel void kernel_get_rows_tq1_0(ROWS_PARAMS) { rows_impl<t_tq1_0>(ROWS_ARGS); }
 kernel void kernel_mv_tq2_0(MV_PARAMS) { mv_impl<t_tq2_0>(MV_ARGS); }
+kernel void kernel_mvl_tq2_0(MVL_PARAMS) { mv_impl<t_tq2_0>(MVL_ARGS); }
 kernel void kernel_mm_tq2_0(MM_PARAMS) { mm_impl<t_tq2_0>(MM_ARGS); }
 kernel void kernel_get_rows_tq2_0(ROWS_PARAMS) { rows_impl<t_tq2_0>(ROWS_ARGS); }
 kernel void kernel_mv_iq3_s(MV_PARAMS) { mv_impl<t_iq3_s>(MV_ARGS); }
+kernel void kernel_mvl_iq3_s(MVL_PARAMS) { mv_impl<t_iq3_s>(MVL_ARGS); }
 kernel void kernel_mm_iq3_s(MM_PARAMS) { mm_impl<t_iq3_s>(MM_ARGS); }
 kernel void kernel_get_rows_iq3_s(ROWS_PARAMS) { rows_impl<t_iq3_s>(ROWS_ARGS); }
 kernel void kernel_mv_iq2_s(MV_PARAMS) { mv_impl<t_iq2_s>(MV_ARGS); }
+kernel void kernel_mvl_iq2_s(MVL_PARAMS) { mv_impl<t_iq2_s>(MVL_ARGS); }
 kernel void kernel_mm_iq2_s(MM_PARAMS) { mm_impl<t_iq2_s>(MM_ARGS); }
 kernel void kernel_get_rows_iq2_s(ROWS_PARAMS) { rows_impl<t_iq2_s>(ROWS_ARGS); }
 kernel void kernel_mv_iq1_s(MV_PARAMS) { mv_impl<t_iq1_s>(MV_ARGS); }
+kernel void kernel_mvl_iq1_s(MVL_PARAMS) { mv_impl<t_iq1_s>(MVL_ARGS); }
 kernel void kernel_mm_iq1_s(MM_PARAMS) { mm_impl<t_iq1_s>(MM_ARGS); }
 kernel void kernel_get_rows_iq1_s(ROWS_PARAMS) { rows_impl<t_iq1_s>(ROWS_ARGS); }
 kernel void kernel_mv_iq1_m(MV_PARAMS) { mv_impl<t_iq1_m>(MV_ARGS); }
+kernel void kernel_mvl_iq1_m(MVL_PARAMS) { mv_impl<t_iq1_m>(MVL_ARGS); }
 kernel void kernel_mm_iq1_m(MM_PARAMS) { mm_impl<t_iq1_m>(MM_ARGS); }
 kernel void kernel_get_rows_iq1_m(ROWS_PARAMS) { rows_impl<t_iq1_m>(ROWS_ARGS); }
