@@ -9,9 +9,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/cpu"
 	"github.com/strata-llm/strata/engine/experts"
@@ -425,4 +427,58 @@ func openStream(t *testing.T, slots int, opts experts.StreamOptions) *experts.St
 	}
 	t.Cleanup(func() { m.Close() })
 	return s
+}
+
+// A fetch is placed (model.Placer) when every requested expert has a slot
+// at once, so a caller may hold them all; with more experts than slots the
+// rest wait for Done. An allocator's arena is used as given, and one of
+// the wrong size or alignment is refused.
+func TestStreamPlacedAndAlloc(t *testing.T) {
+	var allocs int
+	alloc := func(n int) ([]byte, func(), error) {
+		allocs++
+		b := make([]byte, n+8192)
+		off := (4096 - int(uintptr(unsafe.Pointer(&b[0])))%4096) % 4096
+		return b[off : off+n], func() {}, nil
+	}
+	s := openStream(t, 3, experts.StreamOptions{Readers: 2, Alloc: alloc})
+	if allocs != 1 {
+		t.Fatalf("the allocator was called %d times", allocs)
+	}
+	for _, tc := range []struct {
+		experts []int32
+		placed  bool
+	}{{[]int32{0, 1}, true}, {[]int32{0, 1, 2}, true}, {[]int32{0, 1, 2, 3}, false}} {
+		f, err := s.Fetch(context.Background(), 0, tc.experts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := f.(model.Placer).Placed(); p != tc.placed {
+			t.Errorf("fetch of %d experts into 3 slots: placed %v", len(tc.experts), p)
+		}
+		var got []int
+		for len(got) < len(tc.experts) {
+			idx, err := f.Ready(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, idx...)
+			f.Done(idx)
+		}
+		f.Release()
+	}
+	f, err := gguf.Open(writeModel(t, ggml.Q8_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	be := cpu.NewBackend(1)
+	defer be.Close()
+	bad := func(n int) ([]byte, func(), error) { b := make([]byte, n+4097); return b[1 : n+1], func() {}, nil }
+	_, err = qwen3moe.Open(f, model.Options{Backend: be, NewExperts: func(l *model.ExpertLayout) (model.ExpertProvider, error) {
+		return experts.NewStream(f, l, experts.StreamOptions{Budget: 1, Alloc: bad})
+	}})
+	if err == nil || !strings.Contains(err.Error(), "aligned") {
+		t.Errorf("a misaligned arena: %v", err)
+	}
 }
