@@ -26,21 +26,26 @@ type Backend struct {
 	// memory in (zero: the device's largest, or 1.25 GiB where it does
 	// not say).
 	PartLen int
+	// NoReplay makes Record a no-op: every step is recorded anew.
+	NoReplay bool
 
-	dev     Device
-	ctx     context.Context
-	regions []region // device memory, sorted by start
-	cmds    Commands
-	stage   []*stageBuf
-	back    []copyBack
-	err     error
-	warm    *Commands    // WarmUp's dispatches
-	host    *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
-	syncs   int          // Sync calls, each a command buffer and a host wait
-	slots   map[slotsKey]*expertSlots
-	parts   []hostPart // memory AllocHost and MapHost wrapped, in the order made
-	after   []func()   // AfterRun's, for the ops after the last handshake
-	loads   backend.ExpertLoads
+	dev                  Device
+	ctx                  context.Context
+	regions              []region // device memory, sorted by start
+	cmds                 Commands
+	stage                []*stageBuf
+	back                 []copyBack
+	err                  error
+	warm                 *Commands    // WarmUp's dispatches
+	host                 *cpu.Backend // runs the ops without Metal kernels (recurrent steps)
+	syncs                int          // Sync calls, each a command buffer and a host wait
+	slots                map[slotsKey]*expertSlots
+	parts                []hostPart // memory AllocHost and MapHost wrapped, in the order made
+	after                []func()   // AfterRun's, for the ops after the last handshake
+	loads                backend.ExpertLoads
+	rec                  *recording                // the step being recorded (replay.go)
+	steps                map[backend.StepKey]*step // recorded steps by key
+	replays, notRecorded int
 }
 
 type region struct {
@@ -112,6 +117,9 @@ func (b *Backend) stageBytes(src []byte) BufRef {
 	r := b.reserve(len(src))
 	if r.Buf != nil {
 		copy(r.Buf.Bytes()[r.Off:], src)
+		if rec := b.capturing(); rec != nil { // a replay copies it again
+			rec.s.restage = append(rec.s.restage, restage{src: src, dst: r})
+		}
 	}
 	return r
 }
@@ -120,19 +128,23 @@ func (b *Backend) stageBytes(src []byte) BufRef {
 // current command list.
 func (b *Backend) reserve(n int) BufRef {
 	n = (n + 255) &^ 255
-	for _, s := range b.stage {
+	stage, least := &b.stage, 4<<20
+	if rec := b.capturing(); rec != nil { // a recorded step keeps its staging memory
+		stage, least = &rec.s.stage, 64<<10
+	}
+	for _, s := range *stage {
 		if s.off+n <= len(s.buf.Bytes()) {
 			ref := BufRef{Buf: s.buf, Off: s.off}
 			s.off += n
 			return ref
 		}
 	}
-	buf, err := b.dev.Alloc(max(n, 4<<20))
+	buf, err := b.dev.Alloc(max(n, least))
 	if err != nil {
 		b.fail(err)
 		return BufRef{}
 	}
-	b.stage = append(b.stage, &stageBuf{buf: buf, off: n})
+	*stage = append(*stage, &stageBuf{buf: buf, off: n})
 	return BufRef{Buf: buf}
 }
 
@@ -217,12 +229,6 @@ func (b *Backend) weights(w []byte) BufRef {
 	return b.stageBytes(w)
 }
 
-func (b *Backend) i32(v int32) BufRef {
-	var a [4]byte
-	binary.LittleEndian.PutUint32(a[:], uint32(v))
-	return b.stageBytes(a[:])
-}
-
 // Alloc implements backend.Backend.
 func (b *Backend) Alloc(n int) []float32 {
 	buf, err := b.dev.Alloc(4 * max(n, 1))
@@ -286,11 +292,11 @@ func (b *Backend) kv(x []uint16) BufRef {
 
 // GetRows implements backend.Backend.
 func (b *Backend) GetRows(m *backend.Matrix, ids []int32, out []float32) {
-	ib := make([]byte, 4*len(ids))
-	for i, id := range ids {
-		binary.LittleEndian.PutUint32(ib[4*i:], uint32(id))
-	}
-	GetRows{T: m.Type, Cols: m.Cols, N: len(ids), W: m.Impl.(BufRef), IDs: b.stageBytes(ib), Out: b.out(out[:len(ids)*m.Cols])}.Encode(&b.cmds)
+	// The ids as they lie (every target is little-endian): read in
+	// device memory, or staged from the slice itself (a replay stages it
+	// again).
+	ib := b.inRaw(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), 4*len(ids)))
+	GetRows{T: m.Type, Cols: m.Cols, N: len(ids), W: m.Impl.(BufRef), IDs: ib, Out: b.out(out[:len(ids)*m.Cols])}.Encode(&b.cmds)
 	b.cmds.Barrier()
 }
 
@@ -337,7 +343,7 @@ func (b *Backend) NormRope(x []float32, rows, heads, headDim int, w []float32, e
 // StoreKV implements backend.Backend.
 func (b *Backend) StoreKV(c *backend.KVCache, il int, k, v []float32, rows, pos0 int) {
 	KVStore{KVDim: c.KVDim, Rows: rows, VTrans: c.NCtx, K: b.in(k[:rows*c.KVDim]), V: b.in(v[:rows*c.KVDim]),
-		KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Pos: b.i32(int32(pos0))}.Encode(&b.cmds)
+		KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Pos: b.posRef(pos0)}.Encode(&b.cmds)
 	b.cmds.Barrier()
 }
 
@@ -352,13 +358,13 @@ func (b *Backend) attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 	qd := p.Heads * p.HeadDim
 	if FlashHeadDim(p.HeadDim) {
 		FlashAttention{HeadDim: p.HeadDim, Heads: p.Heads, HeadsKV: p.HeadsKV, Rows: rows, VTrans: c.NCtx, Scale: p.Scale,
-			Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0)), Mask: m}.Encode(&b.cmds)
+			Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Out: b.out(out[:rows*qd]), Pos: b.posRef(pos0), Mask: m}.Encode(&b.cmds)
 		b.cmds.Barrier()
 		return
 	}
 	scores := b.stageBytes(make([]byte, 4*rows*p.Heads*c.NCtx))
 	Attention{HeadDim: p.HeadDim, Heads: p.Heads, HeadsKV: p.HeadsKV, NCtx: c.NCtx, Rows: rows, VTrans: c.NCtx, Scale: p.Scale,
-		Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Scores: scores, Out: b.out(out[:rows*qd]), Pos: b.i32(int32(pos0)), Mask: m}.Encode(&b.cmds)
+		Q: b.in(q[:rows*qd]), KC: b.kv(c.K[il]), VC: b.kv(c.V[il]), Scores: scores, Out: b.out(out[:rows*qd]), Pos: b.posRef(pos0), Mask: m}.Encode(&b.cmds)
 	b.cmds.Barrier()
 }
 
@@ -366,6 +372,7 @@ func (b *Backend) attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 // the rows' masks (in device memory, as QSASelect writes them, or staged
 // from the host).
 func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
+	b.voidRecording("the QSA indexer's grids and masks follow the position")
 	if rows == 0 {
 		return
 	}
@@ -468,6 +475,13 @@ func (b *Backend) Syncs() int { return b.syncs }
 // Sync implements backend.Backend: it runs what was recorded.
 func (b *Backend) Sync() error {
 	b.syncs++
+	if r := b.rec; r != nil {
+		// The first Sync runs the recorded step; the step keeps the list
+		// (a later Sync in the same step voids the recording).
+		if r.syncs++; r.syncs == 1 {
+			r.s.cmds, r.s.back = b.cmds, append([]copyBack(nil), b.back...)
+		}
+	}
 	defer func() {
 		b.runAfter()
 		b.cmds = Commands{}
@@ -479,9 +493,11 @@ func (b *Backend) Sync() error {
 	if b.err != nil {
 		err := b.err
 		b.err = nil
+		b.voidRecording("an op failed")
 		return err
 	}
 	if err := b.dev.Run(b.ctx, &b.cmds); err != nil {
+		b.voidRecording("the run failed")
 		return err
 	}
 	for _, cb := range b.back {
@@ -704,6 +720,9 @@ func (b *Backend) Route(p []float32, rows, experts, k int, scale float32, pol ro
 	if rows == 0 {
 		return
 	}
+	if pol.Enabled && resident != nil {
+		b.voidRecording("cache-aware routing reads a residency snapshot taken at record time")
+	}
 	if experts > 32*32 || k > 32 || k < 1 || k > experts {
 		if b.syncForHost() {
 			b.hostOps().Route(p, rows, experts, k, scale, pol, resident, sel, wts)
@@ -780,6 +799,7 @@ func (b *Backend) StoreF16(dst []uint16, src []float32) {
 
 // QSAPool implements backend.Backend.
 func (b *Backend) QSAPool(dst []float32, raw []uint16, blocks, r, dim int) {
+	b.voidRecording("the QSA indexer's grids and masks follow the position")
 	if blocks == 0 {
 		return
 	}
@@ -790,6 +810,7 @@ func (b *Backend) QSAPool(dst []float32, raw []uint16, blocks, r, dim int) {
 // QSASelect implements backend.Backend: the scores and the selection
 // kernels, with their scratch in staging memory.
 func (b *Backend) QSASelect(sel []uint64, q, keys []float32, rows, pos0, heads, dim, r, width, words int) {
+	b.voidRecording("the QSA indexer's grids and masks follow the position")
 	if rows == 0 {
 		return
 	}

@@ -355,6 +355,33 @@ type ExpertSlots interface {
 	Bind(expert int32, w ExpertWeights) bool
 }
 
+// Replayer is implemented by a backend that can keep a step's recorded
+// ops and run them again (a GPU's command list), so that a session's
+// decode steps of one shape run its graph code once. Replay runs the step
+// recorded under key for a batch at pos0 and reports whether there was
+// one; if not, the session calls Record, runs its graph code as usual and
+// calls the returned function with whether the step succeeded: the step
+// is kept if its ops ran as one Sync and read nothing a replay would not
+// renew. A replay renews the positions its ops were given (as pos0 plus
+// their offset from the recording's) and the contents of the host slices
+// they read and write; everything else (the buffers, the shapes, which
+// ops) must be what key says, and the host slices must be the session's
+// own.
+type Replayer interface {
+	Replay(key StepKey, pos0 int) (bool, error)
+	Record(key StepKey, pos0 int) (done func(ok bool))
+	// Forget drops the steps of owner (a session closing).
+	Forget(owner any)
+}
+
+// StepKey names a recorded step: its session and its shape (comparable:
+// whatever the session's graph code for the step depends on besides pos0
+// and the contents of its buffers).
+type StepKey struct {
+	Owner any
+	Shape any
+}
+
 // ExpertLoads count how a Handshaker's handshakes gave experts to its
 // device (its ExpertLoads method, where it has one).
 type ExpertLoads struct {

@@ -25,28 +25,13 @@ type HeadBuf struct {
 func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *HeadBuf) error {
 	e, vocab := h.Output.Cols, h.Output.Rows
 	nt := len(b.Tokens)
-	nh, nl := 0, 0
-	for i := 0; i < nt; i++ {
-		if b.WantsHidden(i) {
-			nh++
-		}
-		if b.WantsLogits(i) {
-			nl++
-		}
-	}
+	nh, nl := h.counts(b)
 	if len(buf.hidden) < nh*e {
 		buf.hidden = be.Alloc(nh * e)
 	}
 	// The rows are gathered by backend copies (runs of consecutive rows
 	// at once), so the host waits only for the logits.
-	buf.hrows = buf.hrows[:0]
 	copyRows(be, buf.hidden, x, e, nt, b.WantsHidden)
-	for i := 0; i < nt; i++ {
-		if b.WantsHidden(i) {
-			buf.hrows = append(buf.hrows, buf.hidden[len(buf.hrows)*e:(len(buf.hrows)+1)*e])
-		}
-	}
-	b.HiddenOut = buf.hrows
 	if len(buf.in) < nl*e {
 		buf.in, buf.xn = be.Alloc(nl*e), be.Alloc(nl*e)
 	}
@@ -68,12 +53,37 @@ func (h *Head) Forward(be backend.Backend, x []float32, b *model.Batch, buf *Hea
 	if err := be.Sync(); err != nil { // the host reads the logits and hidden rows
 		return err
 	}
+	h.Outputs(b, buf)
+	return nil
+}
+
+func (h *Head) counts(b *model.Batch) (nh, nl int) {
+	for i := range b.Tokens {
+		if b.WantsHidden(i) {
+			nh++
+		}
+		if b.WantsLogits(i) {
+			nl++
+		}
+	}
+	return nh, nl
+}
+
+// Outputs points b.Out and b.HiddenOut at the rows Forward left in buf
+// (for a step a backend replayed: the same buffers, new contents).
+func (h *Head) Outputs(b *model.Batch, buf *HeadBuf) {
+	e, vocab := h.Output.Cols, h.Output.Rows
+	nh, nl := h.counts(b)
+	buf.hrows = buf.hrows[:0]
+	for j := 0; j < nh; j++ {
+		buf.hrows = append(buf.hrows, buf.hidden[j*e:(j+1)*e])
+	}
+	b.HiddenOut = buf.hrows
 	buf.rows = buf.rows[:0]
 	for j := 0; j < nl; j++ {
-		buf.rows = append(buf.rows, logits[j*vocab:(j+1)*vocab])
+		buf.rows = append(buf.rows, buf.logits[j*vocab:(j+1)*vocab])
 	}
 	b.Out = buf.rows
-	return nil
 }
 
 // copyRows copies the rows i < nt of x (rows of e values) for which want

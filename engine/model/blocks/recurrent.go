@@ -82,6 +82,10 @@ func (r *Recurrent) From(il int) [][]float32 {
 // its last row into (the spare set).
 func (r *Recurrent) State(il int) [][]float32 { return r.sets[r.spare][il] }
 
+// Sets are the indices of the state sets the current batch reads (From)
+// and writes (State): every layer's buffers are those of the same sets.
+func (r *Recurrent) Sets() (from, spare int) { return r.ring[r.pos0%r.Checkpoints], r.spare }
+
 // Present is layer il's state after the tokens so far (outside a batch).
 func (r *Recurrent) Present(il int) [][]float32 {
 	return r.sets[r.ring[r.end%r.Checkpoints]][il]

@@ -3,6 +3,7 @@ package qwen3moe
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/model"
@@ -20,6 +21,7 @@ type Session struct {
 	rows     int       // batch rows the buffers hold
 	x, xn, y []float32 // residual stream, normed, block output: [rows][embd]
 	cs       []float32 // [rows][ropeDims] cos/sin
+	ids      []int32   // [rows] the batch's tokens (a replayed step reads them here)
 	attn     blocks.AttnBuf
 	moe      blocks.MoEBuf
 	head     blocks.HeadBuf
@@ -55,6 +57,9 @@ func (s *Session) Truncate(n int) error {
 // Close implements model.Session.
 func (s *Session) Close() error {
 	s.kv = &backend.KVCache{}
+	if rp, ok := s.m.be.(backend.Replayer); ok {
+		rp.Forget(s)
+	}
 	return nil
 }
 
@@ -66,6 +71,7 @@ func (s *Session) ensure(nt int) {
 	s.rows = nt
 	s.x, s.xn, s.y = be.Alloc(nt*hp.Embd), be.Alloc(nt*hp.Embd), be.Alloc(nt*hp.Embd)
 	s.cs = be.Alloc(nt * hp.RopeDims)
+	s.ids = make([]int32, nt)
 }
 
 // Forward implements model.Session.
@@ -88,11 +94,36 @@ func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 	s.ensure(nt)
 	e, pos0 := hp.Embd, len(s.tokens)
 	x, xn, y := s.x[:nt*e], s.xn[:nt*e], s.y[:nt*e]
-	cs := s.cs[:nt*hp.RopeDims]
-	be.GetRows(m.embd, b.Tokens, x)
+	cs, ids := s.cs[:nt*hp.RopeDims], s.ids[:nt]
+	copy(ids, b.Tokens)
 	for t := 0; t < nt; t++ {
 		m.rope.Cache(pos0+t, cs[t*hp.RopeDims:(t+1)*hp.RopeDims])
 	}
+	var err error
+	if rp, ok := be.(backend.Replayer); ok && nt == 1 { // a decode step: replayed where the backend can
+		key := backend.StepKey{Owner: s, Shape: stepShape{unsafe.SliceData(s.x), s.head.Key(b)}}
+		err = blocks.Step(rp, key, pos0, &m.head, b, &s.head, func() error { return s.forward(ctx, b, pos0, ids, x, xn, y, cs) })
+	} else {
+		err = s.forward(ctx, b, pos0, ids, x, xn, y, cs)
+	}
+	if err != nil {
+		return err
+	}
+	s.tokens = append(s.tokens, b.Tokens...)
+	return nil
+}
+
+// stepShape is what a decode step's ops depend on besides the position
+// and the contents of the session's buffers: which buffers.
+type stepShape struct {
+	x    *float32 // ensure's buffers (reallocated together)
+	head blocks.HeadKey
+}
+
+func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int, ids []int32, x, xn, y, cs []float32) error {
+	m, hp, be := s.m, s.m.hp, s.m.be
+	nt := len(ids)
+	be.GetRows(m.embd, ids, x)
 	for il := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -106,9 +137,5 @@ func (s *Session) Forward(ctx context.Context, b *model.Batch) error {
 			return err
 		}
 	}
-	if err := m.head.Forward(be, x, b, &s.head); err != nil {
-		return err
-	}
-	s.tokens = append(s.tokens, b.Tokens...)
-	return nil
+	return m.head.Forward(be, x, b, &s.head)
 }

@@ -3,6 +3,7 @@ package qwen3next
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/model"
@@ -29,6 +30,7 @@ type Session struct {
 	rows     int       // batch rows the buffers hold
 	x, xn, y []float32 // residual stream, normed, block output: [rows][embd]
 	cs       []float32 // [rows][ropeDims] cos/sin
+	ids      []int32   // [rows] the batch's tokens (a replayed step reads them here)
 	attn     blocks.AttnBuf
 	delta    blocks.DeltaBuf
 	moe      blocks.MoEBuf
@@ -96,6 +98,9 @@ func (s *Session) Close() error {
 	s.kv = &backend.KVCache{}
 	s.closed = true
 	s.mtp = mtpState{}
+	if rp, ok := s.m.be.(backend.Replayer); ok {
+		rp.Forget(s)
+	}
 	return nil
 }
 
@@ -107,6 +112,7 @@ func (s *Session) ensure(nt int) {
 	s.rows = nt
 	s.x, s.xn, s.y = be.Alloc(nt*hp.Embd), be.Alloc(nt*hp.Embd), be.Alloc(nt*hp.Embd)
 	s.cs = be.Alloc(nt * hp.RopeDims)
+	s.ids = make([]int32, nt)
 }
 
 // Forward implements model.Session. The recurrent states after the last
@@ -148,11 +154,36 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 	s.ensure(nt)
 	e := hp.Embd
 	x, xn, y := s.x[:nt*e], s.xn[:nt*e], s.y[:nt*e]
-	cs := s.cs[:nt*hp.RopeDims]
-	be.GetRows(m.embd, b.Tokens, x)
+	cs, ids := s.cs[:nt*hp.RopeDims], s.ids[:nt]
+	copy(ids, b.Tokens)
 	for t := 0; t < nt; t++ {
 		m.rope.Cache(pos0+t, cs[t*hp.RopeDims:(t+1)*hp.RopeDims])
 	}
+	// A decode step is replayed where the backend can (not while the MTP
+	// head tracks the hidden states: its ops follow the step's Sync).
+	if rp, ok := be.(backend.Replayer); ok && nt == 1 && !s.mtp.On {
+		from, spare := s.rec.Sets()
+		key := backend.StepKey{Owner: s, Shape: stepShape{unsafe.SliceData(s.x), from, spare, s.head.Key(b)}}
+		return blocks.Step(rp, key, pos0, &m.head, b, &s.head, func() error { return s.layers(ctx, b, pos0, ids, x, xn, y, cs) })
+	}
+	return s.layers(ctx, b, pos0, ids, x, xn, y, cs)
+}
+
+// stepShape is what a decode step's ops depend on besides the position
+// and the contents of the session's buffers: which buffers (ensure's,
+// reallocated together; the recurrent state's sets it reads and writes;
+// the head's).
+type stepShape struct {
+	x           *float32
+	from, spare int
+	head        blocks.HeadKey
+}
+
+// layers runs the step's ops from the embedding to the head.
+func (s *Session) layers(ctx context.Context, b *model.Batch, pos0 int, ids []int32, x, xn, y, cs []float32) error {
+	m, hp, be := s.m, s.m.hp, s.m.be
+	nt := len(ids)
+	be.GetRows(m.embd, ids, x)
 	for il := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return err
