@@ -46,6 +46,7 @@ type Backend struct {
 	rec                  *recording                // the step being recorded (replay.go)
 	steps                map[backend.StepKey]*step // recorded steps by key
 	replays, notRecorded int
+	inRedo               int // inside a Redo's function
 }
 
 type region struct {
@@ -372,7 +373,6 @@ func (b *Backend) attention(c *backend.KVCache, il int, q []float32, rows, pos0 
 // the rows' masks (in device memory, as QSASelect writes them, or staged
 // from the host).
 func (b *Backend) SparseAttention(c *backend.KVCache, il int, q []float32, rows, pos0 int, p backend.AttnParams, sel []uint64, words int, out []float32) {
-	b.voidRecording("the QSA indexer's grids and masks follow the position")
 	if rows == 0 {
 		return
 	}
@@ -790,6 +790,9 @@ func u64Bytes(x []uint64) []byte {
 
 // StoreF16 implements backend.Backend.
 func (b *Backend) StoreF16(dst []uint16, src []float32) {
+	if b.inRedo == 0 {
+		b.voidRecording("a key store follows the position (outside a Redo)")
+	}
 	if len(src) == 0 {
 		return
 	}
@@ -799,7 +802,9 @@ func (b *Backend) StoreF16(dst []uint16, src []float32) {
 
 // QSAPool implements backend.Backend.
 func (b *Backend) QSAPool(dst []float32, raw []uint16, blocks, r, dim int) {
-	b.voidRecording("the QSA indexer's grids and masks follow the position")
+	if b.inRedo == 0 {
+		b.voidRecording("the QSA indexer's ops follow the position (outside a Redo)")
+	}
 	if blocks == 0 {
 		return
 	}
@@ -810,7 +815,9 @@ func (b *Backend) QSAPool(dst []float32, raw []uint16, blocks, r, dim int) {
 // QSASelect implements backend.Backend: the scores and the selection
 // kernels, with their scratch in staging memory.
 func (b *Backend) QSASelect(sel []uint64, q, keys []float32, rows, pos0, heads, dim, r, width, words int) {
-	b.voidRecording("the QSA indexer's grids and masks follow the position")
+	if b.inRedo == 0 {
+		b.voidRecording("the QSA indexer's ops follow the position (outside a Redo)")
+	}
 	if rows == 0 {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-llm/strata/engine/model"
 	"github.com/strata-llm/strata/engine/model/qwen3moe"
 	"github.com/strata-llm/strata/engine/model/qwen3next"
+	"github.com/strata-llm/strata/engine/model/qwen4exp"
 	"github.com/strata-llm/strata/engine/routing"
 	"github.com/strata-llm/strata/engine/synth"
 	"github.com/strata-llm/strata/metal"
@@ -23,9 +24,11 @@ import (
 // (the recorded command list run again with the new token and position):
 // the logits equal, bit for bit, those of the same steps recorded anew
 // every token, through a prompt, decode steps past the recorded shapes'
-// cycle (qwen3next's recurrent state rotates through 9 sets), a rollback,
-// a 2-row batch (recorded every time) and more decode steps, with the
-// experts streamed through a small arena.
+// cycle (the hybrids' recurrent state rotates through 9 sets; qwen4exp's
+// QSA indexer pools a block every 4 positions and scores blocks from
+// position 4, its PLE rows gathered at every step), a rollback, a 2-row
+// batch (recorded every time) and more decode steps, with the experts
+// streamed through a small arena.
 func TestBackendReplaysSteps(t *testing.T) {
 	for _, tc := range []struct {
 		arch string
@@ -38,6 +41,7 @@ func TestBackendReplaysSteps(t *testing.T) {
 	}{
 		{arch: synth.ArchQwen3MoE, open: openAny(qwen3moe.Open), minSteps: 1, maxSteps: 1},
 		{arch: synth.ArchQwen3Next, open: openAny(qwen3next.Open), minSteps: 9, maxSteps: 18},
+		{arch: synth.ArchQwen4Exp, open: openAny(qwen4exp.Open), minSteps: 9, maxSteps: 30},
 		// Cache-aware routing reads a residency snapshot taken when the
 		// step is recorded: no step is kept, every one is recorded anew.
 		{arch: synth.ArchQwen3Next, open: openAny(qwen3next.Open),
@@ -51,6 +55,9 @@ func TestBackendReplaysSteps(t *testing.T) {
 			ctx := context.Background()
 			cfg := synth.Defaults(tc.arch)
 			cfg.Type, cfg.Seed = ggml.Q4_K, 7
+			if tc.arch == synth.ArchQwen4Exp {
+				cfg.IndexerTopK = 1 // QSA selecting
+			}
 			path := filepath.Join(t.TempDir(), "m.gguf")
 			if err := synth.Write(ctx, path, cfg); err != nil {
 				t.Fatal(err)

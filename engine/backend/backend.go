@@ -372,6 +372,14 @@ type Replayer interface {
 	Record(key StepKey, pos0 int) (done func(ok bool))
 	// Forget drops the steps of owner (a session closing).
 	Forget(owner any)
+	// Redo runs fn(pos0) and, while a step is recorded, keeps it: a
+	// replay runs fn again with the replay's position (plus the same
+	// offset) in place of the ops fn queued. For ops whose encoding
+	// follows the position and host work a step needs each time (the
+	// QSA indexer's key store, pooling and selection; the PLE rows'
+	// gather). fn must queue the same ops, in shape, at every position
+	// the step's key covers.
+	Redo(pos0 int, fn func(pos0 int) error) error
 }
 
 // StepKey names a recorded step: its session and its shape (comparable:

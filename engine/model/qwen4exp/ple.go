@@ -230,7 +230,13 @@ func (s *Session) pleStep(il, nt int, x []float32) error {
 		s.ple.emb = m.be.Alloc(nt * m.hp.Embd)
 	}
 	emb := s.ple.emb[:nt*m.hp.Embd]
-	if err := s.ple.stage.Gather(m.be, m.pleTab, &s.ple.fetch, emb); err != nil {
+	// The rows are collected from their reads at every step, a replayed
+	// one too (backend.Redo).
+	if rp, ok := m.be.(backend.Replayer); ok {
+		if err := rp.Redo(0, func(int) error { return s.ple.stage.Gather(m.be, m.pleTab, &s.ple.fetch, emb) }); err != nil {
+			return err
+		}
+	} else if err := s.ple.stage.Gather(m.be, m.pleTab, &s.ple.fetch, emb); err != nil {
 		return err
 	}
 	s.ple.snaps = s.ple.snaps[:0]

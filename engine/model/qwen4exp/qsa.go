@@ -137,7 +137,29 @@ func (m *Model) initQSA() error {
 // qsaAttention is layer il's attention with QSA: the indexer picks each
 // row's cells, the attention attends to them only.
 func (s *Session) qsaAttention(l *layer, il int, xn []float32, nt, pos0 int, cs, y []float32) error {
+	// The indexer's ops follow the position (the key's slot, the block
+	// pooled, the blocks scored) and it advances its cache's pooled
+	// count: a replayed step runs it again (backend.Redo). Its mask is
+	// the same backend memory at every position.
+	if rp, ok := s.m.be.(backend.Replayer); ok {
+		return s.qsaRedo(rp, l, il, xn, nt, pos0, cs, y)
+	}
 	sel, words := l.ix.Select(s.m.be, &s.m.rope, xn, nt, pos0, cs, s.idx[il], &s.qsab)
+	l.attn.ForwardSparse(s.m.be, s.kv, il, xn, nt, pos0, cs, &s.attn, y, sel, words)
+	return nil
+}
+
+// qsaRedo is qsaAttention on a Replayer (apart, so that the CPU's decode
+// step allocates nothing for the closure's variables).
+func (s *Session) qsaRedo(rp backend.Replayer, l *layer, il int, xn []float32, nt, pos0 int, cs, y []float32) error {
+	var sel []uint64
+	var words int
+	if err := rp.Redo(pos0, func(pos0 int) error {
+		sel, words = l.ix.Select(s.m.be, &s.m.rope, xn, nt, pos0, cs, s.idx[il], &s.qsab)
+		return nil
+	}); err != nil {
+		return err
+	}
 	l.attn.ForwardSparse(s.m.be, s.kv, il, xn, nt, pos0, cs, &s.attn, y, sel, words)
 	return nil
 }

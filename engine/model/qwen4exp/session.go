@@ -3,6 +3,7 @@ package qwen4exp
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"github.com/strata-llm/strata/engine/backend"
 	"github.com/strata-llm/strata/engine/model"
@@ -31,6 +32,7 @@ type Session struct {
 	x     []float32 // the HC residual: [rows][HC·embd]
 	xn, y []float32 // the mixed block input, the block output: [rows][embd]
 	cs    []float32 // [rows][ropeDims] cos/sin
+	ids   []int32   // [rows] the batch's tokens (a replayed step reads them here)
 	hc    blocks.HCBuf
 	attn  blocks.AttnBuf
 	delta blocks.DeltaBuf
@@ -121,6 +123,9 @@ func (s *Session) Close() error {
 	s.kv = &backend.KVCache{}
 	s.closed = true
 	s.mtp = mtpState{}
+	if rp, ok := s.m.be.(backend.Replayer); ok {
+		rp.Forget(s)
+	}
 	return nil
 }
 
@@ -133,6 +138,7 @@ func (s *Session) ensure(nt int) {
 	s.x = be.Alloc(nt * hp.HC * hp.Embd)
 	s.xn, s.y = be.Alloc(nt*hp.Embd), be.Alloc(nt*hp.Embd)
 	s.cs = be.Alloc(nt * hp.RopeDims)
+	s.ids = make([]int32, nt)
 }
 
 // Forward implements model.Session. The recurrent states after the last
@@ -175,16 +181,62 @@ func (s *Session) forward(ctx context.Context, b *model.Batch, pos0 int) error {
 	s.ensure(nt)
 	e, hd := hp.Embd, hp.HC*hp.Embd
 	x, xn, y := s.x[:nt*hd], s.xn[:nt*e], s.y[:nt*e]
-	cs := s.cs[:nt*hp.RopeDims]
-	// The wide residual starts as HC copies of the embedding.
-	be.GetRows(m.embd, b.Tokens, xn)
-	be.Repeat(x, xn, nt, hp.HC, e)
+	cs, ids := s.cs[:nt*hp.RopeDims], s.ids[:nt]
+	copy(ids, b.Tokens)
 	// The PLE rows depend on the tokens alone: their reads start now and
 	// are collected at the PLE layer.
 	s.pleStart(b.Tokens)
 	for t := 0; t < nt; t++ {
 		m.rope.Cache(pos0+t, cs[t*hp.RopeDims:(t+1)*hp.RopeDims])
 	}
+	// A decode step is replayed where the backend can (not while the MTP
+	// head tracks the hidden states: its ops follow the step's Sync).
+	if rp, ok := be.(backend.Replayer); ok && nt == 1 && !s.mtp.On && len(m.layers) <= 64 {
+		from, spare := s.rec.Sets()
+		pools, scores := s.qsaShape(pos0)
+		key := backend.StepKey{Owner: s, Shape: stepShape{unsafe.SliceData(s.x), from, spare, pools, scores, s.head.Key(b)}}
+		return blocks.Step(rp, key, pos0, &m.head, b, &s.head, func() error { return s.layers(ctx, b, pos0, ids, x, xn, y, cs) })
+	}
+	return s.layers(ctx, b, pos0, ids, x, xn, y, cs)
+}
+
+// stepShape is what a decode step's ops depend on besides the position
+// and the contents of the session's buffers: which buffers (ensure's,
+// reallocated together; the recurrent state's sets it reads and writes;
+// the head's) and, per QSA layer (a bit each), whether the step completes
+// a block to pool and whether it scores blocks (it sees more cells than
+// the indexer keeps): the ops the indexer queues, redone at each replay.
+type stepShape struct {
+	x             *float32
+	from, spare   int
+	pools, scores uint64
+	head          blocks.HeadKey
+}
+
+// qsaShape is the QSA part of a one-row step's shape at pos0.
+func (s *Session) qsaShape(pos0 int) (pools, scores uint64) {
+	for il, c := range s.idx {
+		if c == nil {
+			continue
+		}
+		ix := s.m.layers[il].ix
+		if (pos0+1)/ix.Ratio > c.nPooled {
+			pools |= 1 << il
+		}
+		if pos0+1 > ix.TopK+ix.Ratio-1 {
+			scores |= 1 << il
+		}
+	}
+	return pools, scores
+}
+
+// layers runs the step's ops from the embedding to the head.
+func (s *Session) layers(ctx context.Context, b *model.Batch, pos0 int, ids []int32, x, xn, y, cs []float32) error {
+	m, hp, be := s.m, s.m.hp, s.m.be
+	nt, e := len(ids), hp.Embd
+	// The wide residual starts as HC copies of the embedding.
+	be.GetRows(m.embd, ids, xn)
+	be.Repeat(x, xn, nt, hp.HC, e)
 	for il := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return err
