@@ -241,9 +241,6 @@ func (b *Backend) RouteResident(p []float32, rows, experts, k int, scale float32
 	if rows == 0 {
 		return
 	}
-	if pol.Enabled {
-		b.voidRecording("cache-aware routing reads a residency snapshot taken at record time")
-	}
 	if experts > 32*32 || k > 32 || k < 1 || k > experts || len(resident) < experts {
 		if b.syncForHost() {
 			res := make([]bool, experts)

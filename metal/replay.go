@@ -29,9 +29,9 @@ import (
 //
 // A recording is kept only if the step ran as one command list (exactly
 // one Sync: a step with a host op, a prompt-sized MoE, ... is not) and no
-// op read something at record time that a replay would not renew: the
-// cache-aware router's residency snapshot, or a QSA op outside a Redo,
-// makes a recording void.
+// op read something at record time that a replay would not renew: a QSA
+// op outside a Redo, or a router given a host residency snapshot, makes a
+// recording void.
 
 var _ backend.Replayer = (*Backend)(nil)
 

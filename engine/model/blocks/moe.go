@@ -378,9 +378,14 @@ func (m *MoE) forwardHandshake(be backend.Backend, hs backend.Handshaker, xn, x,
 		if len(h.res) < ne {
 			h.res, h.resHost = backend.AllocI32(be, ne), make([]bool, ne)
 		}
-		if h.pend != nil && h.pendAt == hs.Syncs() {
+		switch rp, replays := be.(backend.Replayer); {
+		case h.pend != nil && h.pendAt == hs.Syncs():
 			h.pend.next = m.Layer // not run yet: it writes this layer's residency
-		} else {
+		case replays: // a replayed step snapshots the residency again
+			if err := rp.Redo(0, func(int) error { m.writeResidency(m.Layer, h); return nil }); err != nil {
+				return fmt.Errorf("layer %d: %w", m.Layer, err)
+			}
+		default:
 			m.writeResidency(m.Layer, h)
 		}
 		h.pend, h.pendAt = st, hs.Syncs()
