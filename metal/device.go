@@ -204,19 +204,6 @@ func (c *Commands) Resume() {
 	}
 }
 
-// openSignal reports whether a Signal has no Resume yet.
-func (c *Commands) openSignal() bool {
-	for i := len(c.items) - 1; i >= 0; i-- {
-		if c.items[i].resume {
-			return false
-		}
-		if c.items[i].host != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // Err is the first invalid dispatch's error.
 func (c *Commands) Err() error { return c.err }
 
