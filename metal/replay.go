@@ -69,7 +69,6 @@ type posSlot struct {
 
 // recording is the step being recorded.
 type recording struct {
-	key   backend.StepKey
 	pos0  int
 	syncs int // Syncs since Record
 	void  string
@@ -81,7 +80,7 @@ func (b *Backend) Record(key backend.StepKey, pos0 int) func(ok bool) {
 	if b.NoReplay || len(b.steps) >= maxSteps || len(b.cmds.items) > 0 || b.err != nil {
 		return func(bool) {}
 	}
-	b.rec = &recording{key: key, pos0: pos0}
+	b.rec = &recording{pos0: pos0}
 	rec := b.rec
 	return func(ok bool) {
 		if b.rec != rec {
