@@ -34,7 +34,7 @@ import (
 // configuration keeps one engine (SpecGate's measurements persist across
 // requests, as in use) warmed by one generation; then STRATA_BENCH_ROUNDS
 // rounds (default 3) run every configuration once in turn (plain first,
-// the others in an order rotated per round), STRATA_BENCH_TOKENS tokens
+// the others in an order balanced over rounds: roundOrder), STRATA_BENCH_TOKENS tokens
 // each (default 96). The table gives each configuration's median tok/s
 // and, in parentheses, the median over rounds of its ratio to the same
 // round's plain runs (plain runs first and last in every round, and the
@@ -124,7 +124,7 @@ func BenchmarkSpeculation(b *testing.B) {
 	}
 	gateAt := len(configs) - 1
 	if os.Getenv("STRATA_BENCH_CONTROL") != "" {
-		// A second engine decoding plainly, rotated like the others: its
+		// A second engine decoding plainly, ordered like the others: its
 		// ratio to the plain runs is the benchmark's resolution (another
 		// engine's memory placement, the host's drift between runs).
 		configs = append(configs, config{"control", engine.Speculation{}})
@@ -186,12 +186,12 @@ func BenchmarkSpeculation(b *testing.B) {
 					d.Seed = uint64(r + 1)
 				}
 				var want []int32
-				ids0, st0 := runOn(b, engines[0], req(r+1)) // the reference first, then the rest rotated per round
+				ids0, st0 := runOn(b, engines[0], req(r+1)) // the reference first, then the rest (roundOrder)
 				want = ids0
 				tps[0] = append(tps[0], st0.TokensPerSecond)
 				last[0] = st0
-				for j := range len(configs) - 1 {
-					i := 1 + (j+r)%(len(configs)-1)
+				for _, i := range roundOrder(len(configs)-1, r) {
+					i++ // configs[0], plain, brackets the round
 					eng := engines[i]
 					ids, st := runOn(b, eng, req(r+1))
 					if rg.samp.Temperature == 0 {
@@ -255,6 +255,29 @@ func BenchmarkSpeculation(b *testing.B) {
 	fmt.Print(report.String()) // b.Log truncates long output
 }
 
+// roundOrder is the order of m configurations in round r: a Williams
+// design, a Latin square in which every configuration follows every
+// other equally often (once per m rounds for even m, per 2m for odd m).
+// The run before a configuration leaves it its state (the CPU's caches,
+// the disk's queue, the Go heap): with a plain rotation the gate ran
+// right after depth 5 in 5 rounds of 6, and a streamed plain engine
+// doing the gate's work (every step plain) measured 0.96× the plain
+// runs where the control engine measured 1.01×.
+func roundOrder(m, r int) []int {
+	out := make([]int, m) // round 0: 0, 1, m−1, 2, m−2, …; round r adds r
+	for j := range m {
+		b := (j + 1) / 2 // j odd: 1, 2, …
+		if j%2 == 0 && j > 0 {
+			b = m - j/2
+		}
+		out[j] = (b + r) % m
+	}
+	if m%2 == 1 && (r/m)%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
 func median(x []float64) float64 {
 	s := slices.Clone(x)
 	slices.Sort(s)
@@ -274,4 +297,36 @@ func acceptance(m map[string][]float64) string {
 		fmt.Fprintf(&b, "%s %.2f ", name, m[name])
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// TestRoundOrderBalanced: every round runs each configuration once, and
+// over a cycle of rounds each configuration follows every other equally
+// often.
+func TestRoundOrderBalanced(t *testing.T) {
+	for m := 2; m <= 8; m++ {
+		cycle := m
+		if m%2 == 1 {
+			cycle = 2 * m
+		}
+		follows := map[[2]int]int{}
+		for r := range cycle {
+			o := roundOrder(m, r)
+			for i, v := range slices.Sorted(slices.Values(o)) {
+				if v != i {
+					t.Fatalf("m=%d round %d: %v is not a permutation", m, r, o)
+				}
+			}
+			for j := 1; j < m; j++ {
+				follows[[2]int{o[j-1], o[j]}]++
+			}
+		}
+		want := cycle / m
+		for a := range m {
+			for b := range m {
+				if a != b && follows[[2]int{a, b}] != want {
+					t.Errorf("m=%d: %d follows %d %d times in %d rounds, want %d", m, b, a, follows[[2]int{a, b}], cycle, want)
+				}
+			}
+		}
+	}
 }
