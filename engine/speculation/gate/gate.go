@@ -61,19 +61,35 @@ const (
 	// qwen3moe: the first 2- to 5-row forwards took 5–150× T(1), the next
 	// ones 1.0–1.3×).
 	Warmup = 1
-	// Clip: from the third sample of T(n) on, a sample is clipped to
-	// [m/Clip, m·Clip] before it enters the average, m the median of the
+	// Clip and Fence: from the third sample of T(n) on, a sample is
+	// clipped before it enters the average to [lo, hi], with hi the larger
+	// of m·Clip and q3 + Fence·(q3−q1), lo the smaller of m/Clip and
+	// q1 − Fence·(q3−q1): m, q1 and q3 the median and quartiles of the
 	// last TimeWindow raw samples of that n. On the shared 2-core test
 	// machine single forwards took up to 5× their neighbours (another
 	// process's burst); BenchmarkSpeculation (RAM, replay 0.9) saw two
 	// plain steps of 14 and 10.7 ms among ones of 3.6–3.8, and with the
 	// former clip (2× the average, only after 8 samples) the gate's T(1)
 	// stayed 30 % above the plain runs' time per token, its T(2)/T(1) at
-	// 1.02, for the rest of the run. Clipped to 1.25× the median, one
-	// spike moves the average by at most 3 %; a real change (the cache
-	// starts to thrash) moves the median within five samples and the
-	// average follows.
-	Clip = 1.25
+	// 1.02, for the rest of the run. In memory forwards are that tight,
+	// the quartiles close, and a spike is clipped to 1.25× the median: it
+	// moves the average by at most 3 %; a real change (the cache starts
+	// to thrash) moves the median within five samples and the average
+	// follows. Under SSD streaming a forward's time is heavy-tailed by
+	// nature: the rows whose experts miss the cache wait for the disk.
+	// BenchmarkSpeculation streamed (replay 0.9): the gate's 5-row
+	// verifies took 6–37 ms, median ~10, mean ~14, depth 5's 6-row ones
+	// 7–49 ms, mean ~18. Clipped at 1.25× the median, each T(n) read near
+	// its median, and the ratios were not what the verifies cost in
+	// tokens per second: from their tok/s, continuous depth 1 paid 1.63
+	// T(1) a verify and depth 5 3.03, where the gate priced T(2) at 1.42
+	// and T(6) at 3.65; it drafted 1–2 deep (1.19–1.24× plain) where
+	// depth 5 ran at 1.38–1.45×. Tukey's "far out" fence (3 interquartile
+	// ranges past the quartile) keeps that tail, so T(n) is its mean (the
+	// gate then drafted 4 deep, 1.27×), and still cuts a spike among
+	// tight samples.
+	Clip  = 1.25
+	Fence = 3
 	// ClipAfter is how many samples of T(n) there must be before the clip
 	// applies (a median of fewer says little).
 	ClipAfter = 3
@@ -114,6 +130,7 @@ const (
 	// while plain decoding ran at 6.5 ms a token, so 8-row verifies
 	// looked like 2.3 plain steps, it drafted 7 deep at acceptance 0.5
 	// and ran at 1.18× plain where depth 5 ran at 1.62×.
+
 	ForcePlainYoung = 16
 	// Settle: after forwards the gate did not time (a request's prompt),
 	// the next Settle forwards are no samples. A new request's prompt and
@@ -358,9 +375,10 @@ func (g *Gate) flush() {
 func (g *Gate) record(n int, x float64) {
 	r := &g.recent[n]
 	if r.n >= ClipAfter {
-		m := r.median()
+		q1, m, q3 := r.quartiles()
 		r.add(x)
-		x = max(m/Clip, min(m*Clip, x))
+		lo, hi := min(m/Clip, q1-Fence*(q3-q1)), max(m*Clip, q3+Fence*(q3-q1))
+		x = max(lo, min(hi, x))
 	} else {
 		r.add(x)
 	}
@@ -552,16 +570,23 @@ func (r *ring) add(x float64) {
 	r.n++
 }
 
-// median of the samples held.
-func (r *ring) median() float64 {
+// quartiles returns the lower quartile, the median and the upper
+// quartile of the samples held (linear interpolation between order
+// statistics).
+func (r *ring) quartiles() (q1, m, q3 float64) {
 	k := min(r.n, TimeWindow)
 	s := r.x
 	v := s[:k]
 	slices.Sort(v)
-	if k%2 == 1 {
-		return v[k/2]
+	at := func(q float64) float64 {
+		p := q * float64(k-1)
+		i := int(p)
+		if i+1 >= k {
+			return v[k-1]
+		}
+		return v[i] + (p-float64(i))*(v[i+1]-v[i])
 	}
-	return (v[k/2-1] + v[k/2]) / 2
+	return at(0.25), at(0.5), at(0.75)
 }
 
 // Cost is cost(k) = (T(k+1) + (k−1)·d)/T(1) for src.

@@ -372,6 +372,24 @@ func TestTimeSpikesClipped(t *testing.T) {
 	}
 }
 
+// TestHeavyTailFollowed: forwards whose times are heavy-tailed by
+// nature (under SSD streaming the rows whose experts miss wait for the
+// disk) are averaged, tail included: T(n) follows their mean, not their
+// median. (Clipped at 1.25× the median, T(2) read 9.4 ms here.)
+func TestHeavyTailFollowed(t *testing.T) {
+	g := measured(Config{}, 4)
+	cycle := []float64{7, 13.5, 7.3, 30, 7.4, 8, 18, 10} // ms; mean 12.65, median 9
+	for range 10 {
+		for _, x := range cycle {
+			g.Forward(2, time.Duration(x*float64(time.Millisecond)))
+			g.Forward(1, 4*time.Millisecond) // charged to the verify, no excess
+		}
+	}
+	if v, _ := g.T(2); math.Abs(v-0.01265) > 0.15*0.01265 {
+		t.Fatalf("T(2) over a heavy-tailed cycle: %.2f ms, want its mean 12.65 within 15 %%", v*1000)
+	}
+}
+
 // TestHopelessProbesRare: once measured, a probe worth under half a plain
 // step runs every 64 picks, not every 16.
 func TestHopelessProbesRare(t *testing.T) {
