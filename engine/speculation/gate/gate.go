@@ -62,10 +62,11 @@ const (
 	// ones 1.0–1.3×).
 	Warmup = 1
 	// Clip and Fence: from the third sample of T(n) on, a sample is
-	// clipped before it enters the average to [lo, hi], with hi the larger
-	// of m·Clip and q3 + Fence·(q3−q1), lo the smaller of m/Clip and
-	// q1 − Fence·(q3−q1): m, q1 and q3 the median and quartiles of the
-	// last TimeWindow raw samples of that n. On the shared 2-core test
+	// clipped before it enters the average to [lo, hi]: for T(1)
+	// [m/Clip, m·Clip], for n > 1 hi the larger of m·Clip and
+	// q3 + Fence·(q3−q1), lo the smaller of m/Clip and q1 − Fence·(q3−q1):
+	// m, q1 and q3 the median and quartiles of the last TimeWindow raw
+	// samples of that n. On the shared 2-core test
 	// machine single forwards took up to 5× their neighbours (another
 	// process's burst); BenchmarkSpeculation (RAM, replay 0.9) saw two
 	// plain steps of 14 and 10.7 ms among ones of 3.6–3.8, and with the
@@ -87,7 +88,13 @@ const (
 	// depth 5 ran at 1.38–1.45×. Tukey's "far out" fence (3 interquartile
 	// ranges past the quartile) keeps that tail, so T(n) is its mean (the
 	// gate then drafted 4 deep, 1.27×), and still cuts a spike among
-	// tight samples.
+	// tight samples. Not for T(1): while the gate drafts, its samples are
+	// the forced plain steps, one per 64 drafted steps, minutes apart,
+	// and the host's drift between them widened the fence so that spikes
+	// got in (RAM, replay 0.9: T(1) 3.61 ms where plain decoding ran at
+	// 2.65 a token; deep verifies looked cheap, the gate drafted 6–8
+	// where 5 was best, 1.50× plain against depth 5's 1.60). With T(1)
+	// clipped at 1.25× the median: 2.64 ms, 1.60× against 1.61.
 	Clip  = 1.25
 	Fence = 3
 	// ClipAfter is how many samples of T(n) there must be before the clip
@@ -100,7 +107,8 @@ const (
 	ProbeEveryYoung = 4
 	ProbeSamples    = 3
 	// ProbeRun: a probe drafts one deeper for this many picks in a row,
-	// and its first forward is no sample: the step to a deeper verify
+	// and its first forward is no sample (a change of depth, see
+	// Forward): the step to a deeper verify
 	// pays for rows whose experts the last steps did not bring close, the
 	// next ones much less. Streaming the benchmark's model (replay 0.9,
 	// 2 drafts a verify, runs of 4 at 3 every 16th pick), the runs'
@@ -259,6 +267,7 @@ type Gate struct {
 	held     float64          // a multi-row forward's seconds, waiting for the next forward (Carry)
 	heldRows int
 	after    bool // the last forward had several rows
+	prev     int  // the last forward's rows
 	sources  map[string]*source
 	t        [MaxRows + 1]mean // T(n), seconds
 	recent   [MaxRows + 1]ring // T(n)'s last raw samples, for the clip
@@ -268,7 +277,6 @@ type Gate struct {
 	picks   int            // picks with drafts available, for the probe schedule
 	run     int            // the depth of the probe run in progress
 	runLeft int            // its picks left
-	first   bool           // the next forward is a probe run's first: no sample
 	drafted int            // drafted steps since the last T(1) sample
 	asks    map[string]int // Budget calls per source that found drafting hopeless
 }
@@ -310,6 +318,21 @@ func (g *Gate) source(s Source) *source {
 // reads again. A plain step after a verify that was not held (a warm-up,
 // a settling forward or a probe run's first) is no T(1) sample either.
 //
+// A verify is a sample of T(n) only right after a forward of the same
+// rows, as in decoding at that depth; after a plain step or a verify of
+// other rows it is none. What a verify costs depends on the one before
+// it: a deep verify brings close the experts of the tokens the next
+// verify checks (the drafts after a rejected one are mostly those
+// tokens again), so a shallow verify right after it is cheap, and the
+// next deep one after shallow ones is dear. BenchmarkSpeculation
+// streamed (replay 0.9), where the gate moved between 1 and 5–7 drafts,
+// priced T(2)/T(1) at 1.27 where depth 1 drafted continuously paid ~1.6.
+// With only same-depth samples, over 12 rounds: streamed lookup and flat
+// 1.65 and 1.46× plain (depth 5: 1.62 and 1.45), replay 0.9 1.22
+// (depth 5 1.33; 1.13–1.27 against 1.40–1.45 in the runs before); in
+// memory lookup, replay 0.9 and flat 1.87, 1.58 and 1.28 (best fixed
+// depth 1.86, 1.61, 1.27).
+//
 // A verify right after a verify is not charged to it. Under streaming a
 // probe one draft deeper cost more than the verifies around it
 // (BenchmarkSpeculation's streamed model, replay 0.9, 5 drafts a verify
@@ -322,8 +345,8 @@ func (g *Gate) Forward(n int, d time.Duration) {
 	if n < 1 || n > MaxRows || d <= 0 {
 		return
 	}
-	after, first := g.after, g.first
-	g.after, g.first = n > 1, false
+	after, prev := g.after, g.prev
+	g.after, g.prev = n > 1, n
 	if g.seen[n]++; g.seen[n] <= Warmup {
 		g.flush() // a held verify is recorded as it was: this forward's time says nothing of it
 		return
@@ -333,7 +356,7 @@ func (g *Gate) Forward(n int, d time.Duration) {
 		return
 	}
 	x := d.Seconds()
-	if first && n > 1 { // a probe run's first forward (ProbeRun)
+	if n > 1 && prev != n { // a change of depth (a probe run's first forward among them)
 		g.flush()
 		return
 	}
@@ -377,7 +400,10 @@ func (g *Gate) record(n int, x float64) {
 	if r.n >= ClipAfter {
 		q1, m, q3 := r.quartiles()
 		r.add(x)
-		lo, hi := min(m/Clip, q1-Fence*(q3-q1)), max(m*Clip, q3+Fence*(q3-q1))
+		lo, hi := m/Clip, m*Clip
+		if n > 1 {
+			lo, hi = min(lo, q1-Fence*(q3-q1)), max(hi, q3+Fence*(q3-q1))
+		}
 		x = max(lo, min(hi, x))
 	} else {
 		r.add(x)
@@ -414,6 +440,12 @@ func (g *Gate) Drafted(src Source, n int, d time.Duration) {
 // probabilities probs (nil, shorter than k or NaN: unknown) of which the first
 // accepted were accepted. Only positions that were actually decided are
 // counted: 1..accepted as accepted, accepted+1 as rejected (if ≤ k).
+// A first draft the gate declined is reported too, as a verify of one
+// draft decided by the token the plain step then gave (the engine does
+// this): acceptance stays measured while the gate decodes plainly, where
+// before a dip in its average could keep the gate plain until the next
+// probe (BenchmarkSpeculation in RAM, replay 0.6, a_1 measured 0.40:
+// 105 plain steps of 121 where depth 2 ran at 1.15× plain).
 func (g *Gate) Verified(src Source, probs []float64, k, accepted int) {
 	s := g.source(src)
 	for j := 0; j < k && j <= accepted; j++ {
@@ -717,7 +749,7 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		if g.picks%every == 0 {
 			plan = Plan{K: deeper, Value: v, A: a, Probe: true}
 			if every != ProbeEveryHopeless {
-				g.run, g.runLeft, g.first = deeper, ProbeRun-1, true
+				g.run, g.runLeft = deeper, ProbeRun-1
 			}
 		}
 	default:

@@ -10,9 +10,10 @@ var src = Source{Name: "t", Priors: []float64{0.5}}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-// measured returns a gate whose forwards of n rows took times[n-1] ms,
-// each multi-row one followed by a plain step of T(1) (charged to it,
-// with no excess).
+// measured returns a gate whose forwards of n rows took times[n-1] ms:
+// TimeWindow samples of each n (a run of n-row forwards, after its
+// warm-up, ended by a plain step of T(1), charged to the last one with
+// no excess).
 func measured(cfg Config, times ...float64) *Gate {
 	g := New(cfg)
 	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
@@ -22,9 +23,9 @@ func measured(cfg Config, times ...float64) *Gate {
 		}
 		for range TimeWindow + Warmup {
 			g.Forward(n+1, ms(x))
-			if n > 0 {
-				g.Forward(1, ms(times[0]))
-			}
+		}
+		if n > 0 {
+			g.Forward(1, ms(times[0]))
 		}
 	}
 	return g
@@ -352,6 +353,7 @@ func TestBadInputs(t *testing.T) {
 // samples; a lasting change is followed.
 func TestTimeSpikesClipped(t *testing.T) {
 	g := measured(Config{}, 10, 12)
+	g.Forward(2, 12*time.Millisecond) // after a plain step: no sample
 	g.Forward(2, 120*time.Millisecond)
 	g.Forward(2, 12*time.Millisecond) // records the held spike
 	if v, _ := g.T(2); !near(v, 0.012*(1+(Clip-1)/TimeWindow)) {
@@ -379,12 +381,13 @@ func TestTimeSpikesClipped(t *testing.T) {
 func TestHeavyTailFollowed(t *testing.T) {
 	g := measured(Config{}, 4)
 	cycle := []float64{7, 13.5, 7.3, 30, 7.4, 8, 18, 10} // ms; mean 12.65, median 9
+	g.Forward(2, 7*time.Millisecond)                     // after a plain step: no sample
 	for range 10 {
 		for _, x := range cycle {
 			g.Forward(2, time.Duration(x*float64(time.Millisecond)))
-			g.Forward(1, 4*time.Millisecond) // charged to the verify, no excess
 		}
 	}
+	g.Forward(1, 4*time.Millisecond) // charged to the last verify, no excess
 	if v, _ := g.T(2); math.Abs(v-0.01265) > 0.15*0.01265 {
 		t.Fatalf("T(2) over a heavy-tailed cycle: %.2f ms, want its mean 12.65 within 15 %%", v*1000)
 	}
@@ -429,6 +432,7 @@ func TestPlainStepAfterVerifyCarried(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := measured(Config{}, 10, 12, 15)
+			g.Forward(tt.rows, ms(tt.verify)) // after a plain step: no sample
 			g.Forward(tt.rows, ms(tt.verify))
 			g.Forward(tt.nextN, ms(tt.next))
 			if v, ok := g.T(tt.rows); !ok || math.Abs(v*1e3-tt.want) > 1e-9 {
@@ -450,6 +454,29 @@ func TestPlainStepAfterVerifyCarried(t *testing.T) {
 	g.Forward(1, ms(10))
 	if g.Samples(1) != TimeWindow+1 {
 		t.Fatalf("the second plain step is no T(1) sample")
+	}
+}
+
+// TestDepthChangeNoSample: a verify is a sample of T(n) only right after
+// a forward of the same rows, as in decoding at that depth; after a plain
+// step or a verify of other rows it pays or saves for the change.
+func TestDepthChangeNoSample(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	g := measured(Config{}, 10, 12, 15)
+	g.Forward(3, ms(40)) // after a plain step
+	g.Forward(2, ms(30)) // after a 3-row verify
+	g.Forward(1, ms(10))
+	if g.Samples(2) != TimeWindow || g.Samples(3) != TimeWindow {
+		t.Fatalf("verifies after a change of depth sampled: %d, %d", g.Samples(2), g.Samples(3))
+	}
+	if v, _ := g.T(3); !near(v, 0.015) {
+		t.Fatalf("T(3) moved to %v by a change of depth", v)
+	}
+	g.Forward(3, ms(15))
+	g.Forward(3, ms(17)) // after a 3-row verify: a sample
+	g.Forward(1, ms(10))
+	if v, _ := g.T(3); g.Samples(3) != TimeWindow+1 || !near(v, 0.015+0.002/TimeWindow) {
+		t.Fatalf("a verify after one of the same depth: %d samples, T(3) %v", g.Samples(3), v)
 	}
 }
 
