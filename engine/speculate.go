@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -87,6 +88,13 @@ type speculator struct {
 	k        int
 	accepted int
 	row      []float32 // the logits that follow an accepted draft
+
+	// A first draft the gate declined, scored against the plain step's
+	// token (shadowOK): the token a verify would have accepted.
+	shadow     int32
+	shadowOK   bool
+	shadowSrc  gate.Source
+	shadowProb [1]float64
 }
 
 // speculation is the engine's speculation settings now.
@@ -157,7 +165,20 @@ func newSpeculator(lm *loaded, o Speculation, req Request) *speculator {
 func (sp *speculator) next(smp *sample.Sampler, logits []float32, history []int32) int32 {
 	sp.row = nil
 	if len(sp.pending) == 0 {
-		return smp.Sample(logits, history)
+		tok := smp.Sample(logits, history)
+		if sp.shadowOK {
+			// A declined first draft is accepted by a verify exactly when
+			// it is the token plain decoding gives: greedy, the argmax;
+			// sampling, a draft of one token is accepted with the
+			// probability that sampling draws it.
+			acc := 0
+			if tok == sp.shadow {
+				acc = 1
+			}
+			sp.gate.Verified(sp.shadowSrc, sp.shadowProb[:], 1, acc)
+			sp.shadowOK = false
+		}
+		return tok
 	}
 	tok, ok := smp.Verify(logits, history, sp.pending[0])
 	if ok {
@@ -227,6 +248,13 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 			sp.st.Proposed += n
 			plan = sp.gate.Pick(src, n, sp.draft.Probs)
 			sp.st.Declined += n - plan.K
+			if plan.K == 0 {
+				sp.shadow, sp.shadowOK, sp.shadowSrc = sp.draft.Tokens[0], true, src
+				sp.shadowProb[0] = math.NaN()
+				if len(sp.draft.Probs) > 0 {
+					sp.shadowProb[0] = sp.draft.Probs[0]
+				}
+			}
 			break
 		}
 	}

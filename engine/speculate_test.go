@@ -157,6 +157,59 @@ func TestSpeculativeGreedyIsExact(t *testing.T) {
 	}
 }
 
+// doubtful is a replay drafter that gives every draft probability p.
+type doubtful struct {
+	*replay
+	p float64
+}
+
+func (d doubtful) Draft(ctx context.Context, history []int32, max int, dr *speculation.Draft) error {
+	if err := d.replay.Draft(ctx, history, max, dr); err != nil {
+		return err
+	}
+	for i := range dr.Probs {
+		dr.Probs[i] = d.p
+	}
+	return nil
+}
+
+// TestDeclinedDraftsScored: a first draft the gate declines is scored
+// against the token plain decoding then gives, so acceptance is measured
+// while the gate decodes plainly: a drafter whose drafts are right but
+// which calls them doubtful (probability 0.01, below MinDraftProb 0.2) is
+// found right, its calibration rises and its drafts are verified; one
+// whose drafts are all wrong is measured near 0. Tokens stay plain
+// decoding's.
+func TestDeclinedDraftsScored(t *testing.T) {
+	path := peakedModel(t, nil)
+	prompt := []int32{11, 12, 13, 14, 11, 12, 13, 15, 16, 11, 12}
+	req := engine.Request{Tokens: prompt, Sampling: engine.Sampling{MaxTokens: 64}}
+	o := engine.Options{Threads: 2, ContextLength: 512, Streaming: engine.StreamNever}
+	want, _ := run(t, o, path, req)
+	for _, tc := range []struct {
+		a            float64 // the replay's share of right drafts
+		accLo, accHi float64 // the first position's acceptance after the run
+		verifies     bool    // whether drafts end up verified
+	}{
+		{1, 0.9, 1, true},
+		{1e-9, 0, 0.1, false},
+	} {
+		o := o
+		o.Speculation = engine.Speculation{Enabled: true, Gate: true, MaxDraft: 4, MinDraftProb: 0.2,
+			Drafter: doubtful{newReplay(want, len(prompt), tc.a, 1024, 5), 0.01}}
+		got, st := run(t, o, path, req)
+		if !slices.Equal(got, want) {
+			t.Fatalf("a=%v: tokens differ from plain decoding at %d", tc.a, firstDiff(got, want))
+		}
+		s := st.Speculation
+		acc := s.Acceptance["replay"]
+		if len(acc) == 0 || acc[0] < tc.accLo || acc[0] > tc.accHi || (s.Verifies > 0) != tc.verifies {
+			t.Fatalf("a=%v: acceptance %v, %d verifies (want acceptance in [%v, %v], verifies %v); stats %+v",
+				tc.a, acc, s.Verifies, tc.accLo, tc.accHi, tc.verifies, s)
+		}
+	}
+}
+
 // TestSpeculationStopsAndPrefixReuse: a speculative generation stops at
 // max tokens exactly, and a later request on the same engine (which reuses
 // the session's prefix, drafts included) still gives plain decoding's
