@@ -138,7 +138,6 @@ const (
 	// while plain decoding ran at 6.5 ms a token, so 8-row verifies
 	// looked like 2.3 plain steps, it drafted 7 deep at acceptance 0.5
 	// and ran at 1.18× plain where depth 5 ran at 1.62×.
-
 	ForcePlainYoung = 16
 	// Settle: after forwards the gate did not time (a request's prompt),
 	// the next Settle forwards are no samples. A new request's prompt and
@@ -316,7 +315,7 @@ func (g *Gate) source(s Source) *source {
 // implied ≈ 1.3 (the next steps found the experts in the CPU caches);
 // under streaming a rejected row's experts evict others the next step
 // reads again. A plain step after a verify that was not held (a warm-up,
-// a settling forward or a probe run's first) is no T(1) sample either.
+// a settling forward or a change of depth) is no T(1) sample either.
 //
 // A verify is a sample of T(n) only right after a forward of the same
 // rows, as in decoding at that depth; after a plain step or a verify of
