@@ -18,10 +18,13 @@
 // probability p_j for this step, a_j = c_j·p_j where c_j (the calibration,
 // measured acceptance over the mean p_j of the same verifies) corrects the
 // drafter's over- or under-confidence: a confident draft is taken and a
-// doubtful one is not. T(n) is a running mean, then an EMA over 8, of the
-// wall time of an n-row forward; an n not measured yet is priced
-// T(1)·(1+(n−1)·ρ), with ρ fitted from the measured multi-row forwards
-// (0.5 before any, clamped to 0..4). d is the measured drafting time per
+// doubtful one is not. T(1) is a running mean, then an EMA over 8, of the
+// wall time of a plain step; T(n)/T(1) for n > 1 is measured the same way
+// from n-row forwards against the plain steps near each of them in time
+// (PairWindow: under SSD streaming a forward's time follows the text's
+// phase, so times taken apart do not compare); an n not measured yet is
+// priced T(1)·(1+(n−1)·ρ), with ρ fitted from the measured multi-row
+// forwards (0.5 before any, clamped to 0..4). d is the measured drafting time per
 // extra draft token (≈ 0 for prompt lookup; an MTP head's forward). A
 // plain step right after a verify is charged to the verify (Forward).
 package gate
@@ -100,12 +103,24 @@ const (
 	// ClipAfter is how many samples of T(n) there must be before the clip
 	// applies (a median of fewer says little).
 	ClipAfter = 3
-	// ProbeEvery: every 16th pick drafts one deeper than the best, so a
-	// depth that looked too costly is measured again; every 4th while that
-	// depth's row count has fewer than ProbeSamples samples.
+	// ProbeEvery: a probe drafts one deeper than the best, so a depth
+	// that looked too costly is measured again: every 4th pick while that
+	// depth's row count has fewer than ProbeSamples samples, then every
+	// 16th, or less often when a probe run is expected to cost more than
+	// ProbeLoss of the decode time (see probeEvery), at most every
+	// ProbeEveryHopeless picks.
 	ProbeEvery      = 16
 	ProbeEveryYoung = 4
 	ProbeSamples    = 3
+	// ProbeLoss: probes are spaced so that their expected cost, priced by
+	// the gate's own estimates, is at most 1 % of the time decoding takes.
+	// Every 16 picks, a probe run cost more than the gate could win by
+	// it where drafting loses: BenchmarkSpeculation streamed at replay 0.6
+	// (T(2)/T(1) ≈ 1.9, acceptance 0.6, value 0.84) ran at 0.94× plain,
+	// its control engine at 1.01×; a probe run's 2 verifies there cost
+	// ~0.6 plain steps more than the tokens they gave, and its first,
+	// after plain steps, more again.
+	ProbeLoss = 0.01
 	// ProbeRun: a probe drafts one deeper for this many picks in a row,
 	// and its first forward is no sample (a change of depth, see
 	// Forward): the step to a deeper verify
@@ -153,6 +168,29 @@ const (
 	// 0.91, 0.90 and 0.94× plain; with Settle, 0.97–1.00 (control
 	// 0.97–1.03).
 	Settle = 4
+	// PairWindow and PairRefs: T(n)/T(1) is measured from forwards close
+	// in the text: an n-row forward is a sample of it against the mean of
+	// the 3 plain steps (T(1) samples) nearest to it, before or after, of
+	// those within 8 rows of forwards (a verify of n rows counts n: it
+	// moves the text on by up to n tokens); one with none that near is no
+	// sample. Under SSD streaming a forward's
+	// time follows the text's phase: BenchmarkSpeculation streamed with
+	// 256 tokens a request, plain steps took 2.5–4 ms while the text
+	// repeated itself (its experts in the cache) and 15–20 ms where it
+	// did not, 7.8 ms a token on average. T(1) and T(n) averaged
+	// separately came from different phases (T(1) 14–15 ms, read at the
+	// plain steps of slow phases; verifies drafted in the fast ones): the
+	// gate priced T(3)/T(1) at 1.66 where depth 2 paid 2.76 (its 1.96
+	// tokens a verify at 0.71× plain), drafted at acceptance 0.6 and ran
+	// replay 0.6 at 0.79× plain, lookup at 0.91×, where plain was best.
+	// Near in the text the phase holds: against plain decoding at the
+	// same positions, continuous depth 1, 2, 3 and 5 paid 1.77, 2.36,
+	// 2.94 and 4.38 a verify, within 1.5–1.9, 1.8–2.6, 2.5–3.5, 3.1–5.9
+	// over the phases. Counted in forwards, not rows, the window let a
+	// 4-row verify of a slow phase (21.8 ms) pair with plain steps 21
+	// tokens on, in a fast one (3.4 ms): T(4)/T(1) read 6.4.
+	PairWindow = 8
+	PairRefs   = 3
 	// RhoStart and RhoMax bound the fitted marginal cost of one more row
 	// (in T(1) units). 0.5 is between what a dense CPU forward costs per
 	// extra row (weights are read once: ~0.05–0.2) and what an MoE forward
@@ -232,6 +270,21 @@ func blend(m mean, prior float64) float64 {
 	return (m.count*m.v + PriorWeight*prior) / (m.count + PriorWeight)
 }
 
+// stamped is a raw T(1) sample and when it was taken (Gate.seq).
+type stamped struct {
+	seq int
+	x   float64
+}
+
+// pending is a multi-row forward's time waiting to be paired with the
+// plain steps around it; next is the plain step right after it, when
+// there was one (carried).
+type pending struct {
+	n, seq  int
+	x, next float64
+	carried bool
+}
+
 type source struct {
 	src Source
 	pos []position
@@ -265,15 +318,21 @@ type Gate struct {
 	seen     [MaxRows + 1]int // forwards per row count, warm-up included
 	held     float64          // a multi-row forward's seconds, waiting for the next forward (Carry)
 	heldRows int
-	after    bool // the last forward had several rows
-	prev     int  // the last forward's rows
+	heldSeq  int
+	seq      int                     // forwards so far (the clock of PairWindow)
+	ones     [2 * PairWindow]stamped // the last raw T(1) samples
+	nOnes    int
+	pend     []pending // multi-row samples waiting for their T(1) reference
+	after    bool      // the last forward had several rows
+	prev     int       // the last forward's rows
 	sources  map[string]*source
-	t        [MaxRows + 1]mean // T(n), seconds
-	recent   [MaxRows + 1]ring // T(n)'s last raw samples, for the clip
+	t        [MaxRows + 1]mean // T(1) in t[1], seconds; for n ≥ 2, n-row seconds (num) …
+	ref      [MaxRows + 1]mean // … and their T(1) references (den): T(n)/T(1) = t[n].v/ref[n].v
+	recent   [MaxRows + 1]ring // T(1)'s last raw samples, T(n)/T(1)'s for n ≥ 2, for the clip
 	draft    map[string]*mean  // d per source: drafting seconds per draft token
 
 	settle  int            // forwards left that are no samples (Unseen)
-	picks   int            // picks with drafts available, for the probe schedule
+	since   int            // picks with drafts available since the last probe
 	run     int            // the depth of the probe run in progress
 	runLeft int            // its picks left
 	drafted int            // drafted steps since the last T(1) sample
@@ -308,8 +367,9 @@ func (g *Gate) source(s Source) *source {
 // Forward records the wall time of an n-row forward (n ≥ 1).
 //
 // A plain step right after a verify is charged to the verify: its excess
-// over T(1) (positive or negative) is added to the verify's time, and it
-// is not a T(1) sample. On an MoE a row's cost is mostly bringing its
+// over the T(1) of the plain steps near the verify (positive or
+// negative, PairWindow) is added to the verify's time, and it is not a
+// T(1) sample. On an MoE a row's cost is mostly bringing its
 // experts close, and that cost moves between steps: in RAM an isolated
 // 2-row probe measured 2.5–4.8 T(1) while continuous 1-draft decoding
 // implied ≈ 1.3 (the next steps found the experts in the CPU caches);
@@ -346,6 +406,8 @@ func (g *Gate) Forward(n int, d time.Duration) {
 	}
 	after, prev := g.after, g.prev
 	g.after, g.prev = n > 1, n
+	g.seq += n // the text moves on by up to n tokens
+	defer g.pair(false)
 	if g.seen[n]++; g.seen[n] <= Warmup {
 		g.flush() // a held verify is recorded as it was: this forward's time says nothing of it
 		return
@@ -363,18 +425,16 @@ func (g *Gate) Forward(n int, d time.Duration) {
 		// Held until the next forward: a plain step right after a verify
 		// pays or saves for the verify's experts.
 		g.flush()
-		g.held, g.heldRows = x, n
+		g.held, g.heldRows, g.heldSeq = x, n, g.seq
 		return
 	}
 	if g.heldRows > 0 {
-		if g.t[1].count > 0 {
-			g.held += x - g.t[1].v
-		}
-		g.flush()
+		g.pend = append(g.pend, pending{n: g.heldRows, seq: g.heldSeq, x: g.held, next: x, carried: true})
+		g.heldRows = 0
 		return
 	}
 	if !after { // a plain step after a verify is none: it pays for that verify
-		g.record(1, x)
+		g.record(x)
 	}
 }
 
@@ -384,42 +444,120 @@ func (g *Gate) Forward(n int, d time.Duration) {
 func (g *Gate) Unseen() {
 	g.settle, g.after = Settle, false
 	g.flush()
+	g.pair(true)
+	g.seq += 2*PairWindow + 1 // another request's text: no pairs across it
 }
 
-// flush records the held multi-row forward.
+// flush queues the held multi-row forward, with no plain step after it.
 func (g *Gate) flush() {
 	if g.heldRows > 0 {
-		g.record(g.heldRows, max(g.held, 0))
+		g.pend = append(g.pend, pending{n: g.heldRows, seq: g.heldSeq, x: g.held})
 		g.heldRows = 0
 	}
 }
 
-func (g *Gate) record(n int, x float64) {
-	r := &g.recent[n]
-	if r.n >= ClipAfter {
-		q1, m, q3 := r.quartiles()
-		r.add(x)
-		lo, hi := m/Clip, m*Clip
-		if n > 1 {
-			lo, hi = min(lo, q1-Fence*(q3-q1)), max(hi, q3+Fence*(q3-q1))
+// pair records the multi-row forwards whose window has closed (all when
+// force) as samples of T(n)/T(1): each against the mean of the PairRefs
+// raw T(1) samples nearest to it, of those within PairWindow forwards,
+// before or after; one with none is dropped. A carried plain step adds its excess over that
+// reference.
+func (g *Gate) pair(force bool) {
+	kept := g.pend[:0]
+	for _, p := range g.pend {
+		if !force && g.seq < p.seq+PairWindow {
+			kept = append(kept, p)
+			continue
 		}
-		x = max(lo, min(hi, x))
-	} else {
+		ref, ok := g.near(p.seq)
+		if !ok {
+			continue
+		}
+		x := p.x
+		if p.carried {
+			x += p.next - ref
+		}
+		g.recordRatio(p.n, max(x, 0)/ref, ref)
+	}
+	if len(kept) > 4*PairWindow { // a long run with no plain step: the oldest can no longer pair
+		kept = append(kept[:0], kept[len(kept)-4*PairWindow:]...)
+	}
+	g.pend = kept
+}
+
+// near returns the mean of the PairRefs raw T(1) samples nearest to
+// forward seq, of those within PairWindow forwards of it.
+func (g *Gate) near(seq int) (float64, bool) {
+	var best [PairRefs]stamped // nearest first
+	k := 0
+	dist := func(o stamped) int { return max(o.seq-seq, seq-o.seq) }
+	for i := range min(g.nOnes, len(g.ones)) {
+		o := g.ones[i]
+		if dist(o) > PairWindow {
+			continue
+		}
+		j := min(k, PairRefs-1) // insert o in order, dropping the farthest
+		if k == PairRefs && dist(o) >= dist(best[j]) {
+			continue
+		}
+		for j > 0 && dist(best[j-1]) > dist(o) {
+			best[j] = best[j-1]
+			j--
+		}
+		best[j] = o
+		k = min(k+1, PairRefs)
+	}
+	if k == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, o := range best[:k] {
+		sum += o.x
+	}
+	return sum / float64(k), true
+}
+
+// clip returns x clipped against r's last samples (see Clip), adding the
+// raw x to them; fence widens the bounds to Tukey's far-out fence.
+func (r *ring) clip(x float64, fence bool) float64 {
+	if r.n < ClipAfter {
 		r.add(x)
+		return x
 	}
-	g.t[n].add(x, TimeWindow)
-	if n == 1 {
-		// T(1) is measured again: the forced plain steps are over. (A
-		// plain step right after a verify is charged to the verify and is
-		// no sample, so when every step drafts it takes two plain steps.
-		// Resetting on that first one meant T(1) was never measured again
-		// while drafts kept coming, and every cost was priced in a T(1)
-		// from the load's first steps. BenchmarkSpeculation, replay 0.3,
-		// in RAM: 100 verifies in 128 steps at acceptance 0.25 and 0.90×
-		// plain before; 40 verifies and 0.94× after, the gate's T(1)
-		// within 7 % of the plain runs' time per token in every regime.)
-		g.drafted = 0
+	q1, m, q3 := r.quartiles()
+	r.add(x)
+	lo, hi := m/Clip, m*Clip
+	if fence {
+		lo, hi = min(lo, q1-Fence*(q3-q1)), max(hi, q3+Fence*(q3-q1))
 	}
+	return max(lo, min(hi, x))
+}
+
+// recordRatio adds a sample q of T(n)/T(1) whose T(1) reference was ref
+// seconds: T(n)/T(1) is the ratio of the n-row seconds' average to their
+// references' (each q·ref, clipped), so samples of slow phases weigh as
+// much as the time they took.
+func (g *Gate) recordRatio(n int, q, ref float64) {
+	q = g.recent[n].clip(q, true)
+	g.t[n].add(q*ref, TimeWindow)
+	g.ref[n].add(ref, TimeWindow)
+}
+
+// record adds a sample of T(1), x seconds.
+func (g *Gate) record(x float64) {
+	g.ones[g.nOnes%len(g.ones)] = stamped{seq: g.seq, x: x}
+	g.nOnes++
+	x = g.recent[1].clip(x, false)
+	g.t[1].add(x, TimeWindow)
+	// T(1) is measured again: the forced plain steps are over. (A
+	// plain step right after a verify is charged to the verify and is
+	// no sample, so when every step drafts it takes two plain steps.
+	// Resetting on that first one meant T(1) was never measured again
+	// while drafts kept coming, and every cost was priced in a T(1)
+	// from the load's first steps. BenchmarkSpeculation, replay 0.3,
+	// in RAM: 100 verifies in 128 steps at acceptance 0.25 and 0.90×
+	// plain before; 40 verifies and 0.94× after, the gate's T(1)
+	// within 7 % of the plain runs' time per token in every regime.)
+	g.drafted = 0
 }
 
 // Drafted records that src took d to draft n tokens.
@@ -503,20 +641,28 @@ func (g *Gate) T(n int) (float64, bool) {
 	if n < 1 || n > MaxRows {
 		return 0, false
 	}
-	if g.t[1].count == 0 { // nothing to price from: what was measured, else 0
-		return g.t[n].v, g.t[n].count > 0
+	if g.t[1].count == 0 { // nothing to price from
+		return 0, false
 	}
 	fit := g.fit()
 	t1, rho := g.t[1].v, g.Rho()
 	est, last := t1, 1 // the estimate for m, and the largest measured m
 	for m := 2; m <= n; m++ {
-		if g.t[m].count > 0 {
+		if g.Samples(m) > 0 {
 			est, last = max(est, fit[m]), m
 		} else {
 			est = max(est, fit[last]+float64(m-last)*rho*t1)
 		}
 	}
-	return est, g.t[n].count > 0
+	return est, g.Samples(n) > 0
+}
+
+// ratio is the measured T(n)/T(1), n ≥ 2, and its samples (0, 0: none).
+func (g *Gate) ratio(n int) (float64, float64) {
+	if g.ref[n].count == 0 || g.ref[n].v <= 0 {
+		return 0, 0
+	}
+	return g.t[n].v / g.ref[n].v, g.ref[n].count
 }
 
 // fit returns the measured T(n), n ≥ 2, fitted non-decreasing and at
@@ -532,10 +678,11 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 	var blocks [MaxRows]block // Pick prices every depth through T: no allocation
 	st := blocks[:0]
 	for n := 2; n <= MaxRows; n++ {
-		if g.t[n].count == 0 {
+		r, c := g.ratio(n)
+		if c == 0 {
 			continue
 		}
-		b := block{v: max(g.t[n].v, g.t[1].v), w: min(g.t[n].count, TimeWindow), lo: n, hi: n}
+		b := block{v: max(r, 1) * g.t[1].v, w: min(c, TimeWindow), lo: n, hi: n}
 		for len(st) > 0 && st[len(st)-1].v > b.v {
 			p := st[len(st)-1]
 			st = st[:len(st)-1]
@@ -545,7 +692,7 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 	}
 	for _, b := range st {
 		for n := b.lo; n <= b.hi; n++ {
-			if g.t[n].count > 0 {
+			if g.Samples(n) > 0 {
 				out[n] = b.v
 			}
 		}
@@ -558,7 +705,11 @@ func (g *Gate) Samples(n int) int {
 	if n < 1 || n > MaxRows {
 		return 0
 	}
-	return int(g.t[n].count)
+	if n == 1 {
+		return int(g.t[1].count)
+	}
+	_, c := g.ratio(n)
+	return int(c)
 }
 
 // Rho is the fitted marginal cost of one more row in units of T(1): the
@@ -569,9 +720,9 @@ func (g *Gate) Rho() float64 {
 	}
 	var sum, w float64
 	for n := 2; n <= MaxRows; n++ {
-		if c := g.t[n].count; c > 0 {
+		if r, c := g.ratio(n); c > 0 {
 			w8 := min(c, TimeWindow)
-			sum += w8 * (g.t[n].v/g.t[1].v - 1) / float64(n-1)
+			sum += w8 * (r - 1) / float64(n-1)
 			w += w8
 		}
 	}
@@ -723,7 +874,7 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	if g.drafted >= ForcePlainAfter || (g.drafted >= ForcePlainYoung && g.t[1].count < TimeWindow) {
 		return Plan{Value: 1, A: a, Plain: true}
 	}
-	g.picks++
+	g.since++
 	best, bestV := 0, 1.0
 	for k := 1; k <= n; k++ {
 		if v := g.value(src, a, k); v > bestV {
@@ -737,17 +888,15 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		plan = Plan{K: g.run, Value: g.value(src, a, g.run), A: a, Probe: true}
 	case deeper <= n:
 		g.runLeft = 0
-		every := ProbeEvery
 		v := g.value(src, a, deeper)
-		switch {
-		case g.Samples(deeper+1) < ProbeSamples:
-			every = ProbeEveryYoung
-		case v < ProbeHopeless:
-			every = ProbeEveryHopeless
+		every, hopeless := ProbeEveryYoung, false
+		if g.Samples(deeper+1) >= ProbeSamples {
+			every, hopeless = g.probeEvery(src, best, bestV, deeper, v), v < ProbeHopeless
 		}
-		if g.picks%every == 0 {
+		if g.since >= every {
+			g.since = 0
 			plan = Plan{K: deeper, Value: v, A: a, Probe: true}
-			if every != ProbeEveryHopeless {
+			if !hopeless {
 				g.run, g.runLeft = deeper, ProbeRun-1
 			}
 		}
@@ -758,6 +907,31 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		g.drafted++
 	}
 	return plan
+}
+
+// probeEvery is how many picks apart probes of depth deeper (value v)
+// run when the best is depth best (value bestV): often enough to see a
+// change, rarely enough that a probe run costs at most ProbeLoss of the
+// time. A probe step spends cost(deeper) plain steps on tokens the best
+// depth would have given in cost(deeper)·v/bestV: it loses
+// cost(deeper)·(1 − v/bestV); the picks between probes take about
+// cost(best) each. A hopeless probe (v < ProbeHopeless) is a single
+// verify, the others a run of ProbeRun.
+func (g *Gate) probeEvery(src Source, best int, bestV float64, deeper int, v float64) int {
+	if v < ProbeHopeless {
+		return ProbeEveryHopeless
+	}
+	steps := float64(ProbeRun)
+	loss := steps * g.Cost(src, deeper) * max(0, 1-v/bestV)
+	per := 1.0
+	if best > 0 {
+		per = g.Cost(src, best)
+	}
+	n := loss / (ProbeLoss * per)
+	if !(n < ProbeEveryHopeless) { // NaN too
+		return ProbeEveryHopeless
+	}
+	return max(ProbeEvery, int(math.Ceil(n)))
 }
 
 // value is E(k)/cost(k) with the step's a_j.
@@ -788,17 +962,19 @@ func (g *Gate) Snapshot() Snapshot {
 	}
 	last := 0
 	for n := 1; n <= MaxRows; n++ {
-		if g.t[n].count > 0 {
+		if g.Samples(n) > 0 {
 			last = n
 		}
 	}
 	for n := 1; n <= last; n++ {
 		r := 0.0
-		if g.t[n].count > 0 && g.t[1].count > 0 && g.t[1].v > 0 {
-			r = g.t[n].v / g.t[1].v
+		if n == 1 && g.t[1].count > 0 {
+			r = 1
+		} else if n > 1 {
+			r, _ = g.ratio(n)
 		}
 		sn.Ratios = append(sn.Ratios, r)
-		sn.Samples = append(sn.Samples, int(g.t[n].count))
+		sn.Samples = append(sn.Samples, g.Samples(n))
 	}
 	for name, s := range g.sources {
 		for j := range s.pos {

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -11,23 +12,30 @@ var src = Source{Name: "t", Priors: []float64{0.5}}
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // measured returns a gate whose forwards of n rows took times[n-1] ms:
-// TimeWindow samples of each n (a run of n-row forwards, after its
-// warm-up, ended by a plain step of T(1), charged to the last one with
-// no excess).
+// TimeWindow samples of each n. For n > 1 each sample is a run of two
+// n-row forwards (the first a change of depth, or the warm-up) and two
+// plain steps of T(1), the first charged to the verify with no excess,
+// the second a T(1) sample near it (PairWindow).
 func measured(cfg Config, times ...float64) *Gate {
 	g := New(cfg)
 	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
 	for n, x := range times {
-		if x <= 0 {
-			continue
-		}
-		for range TimeWindow + Warmup {
-			g.Forward(n+1, ms(x))
-		}
-		if n > 0 {
-			g.Forward(1, ms(times[0]))
+		switch {
+		case x <= 0:
+		case n == 0:
+			for range TimeWindow + Warmup {
+				g.Forward(1, ms(x))
+			}
+		default:
+			for range TimeWindow {
+				g.Forward(n+1, ms(x))
+				g.Forward(n+1, ms(x))
+				g.Forward(1, ms(times[0]))
+				g.Forward(1, ms(times[0]))
+			}
 		}
 	}
+	g.pair(true) // the last ones too
 	return g
 }
 
@@ -177,7 +185,6 @@ func TestPick(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := measured(tt.cfg, tt.times...)
-			g.picks = 1 // off the probe schedule
 			probs := tt.a
 			if tt.noProb {
 				probs = nil
@@ -205,7 +212,6 @@ func TestCalibration(t *testing.T) {
 	if math.Abs(c-0.5/0.9) > 0.05 {
 		t.Fatalf("calibration %v, want ≈ %v", c, 0.5/0.9)
 	}
-	g.picks = 1
 	if p := g.Pick(src, 1, []float64{0.9}); p.K != 0 {
 		t.Fatalf("over-confident 0.9 taken: %+v", p)
 	}
@@ -219,11 +225,9 @@ func TestCalibration(t *testing.T) {
 		}
 		h.Verified(src, []float64{p}, 1, acc)
 	}
-	h.picks = 1
 	if p := h.Pick(src, 1, []float64{0.99}); p.K != 1 {
 		t.Fatalf("confident draft declined: %+v (snapshot %+v)", p, h.Snapshot())
 	}
-	h.picks = 1
 	if p := h.Pick(src, 1, []float64{0.3}); p.K != 0 {
 		t.Fatalf("doubtful draft taken: %+v", p)
 	}
@@ -232,14 +236,18 @@ func TestCalibration(t *testing.T) {
 func TestProbeSchedule(t *testing.T) {
 	// Costly rows: the best is plain; a probe drafts 1 for ProbeRun (2)
 	// picks in a row, every 4 picks while 2-row forwards have < 3 samples,
-	// then every 16; a run's first forward is no sample.
+	// then as often as costs ProbeLoss of the time (value 1.3/1.5: a run
+	// loses 2·1.5·(1 − 0.867) = 0.4 plain steps, so every 40 picks); a
+	// run's first forward is no sample, and a sample counts once it is
+	// paired with the plain steps after it (PairWindow rows later), so
+	// the young schedule runs one run past the third sample.
 	g := New(Config{MaxDraft: 3})
 	for range 8 {
 		g.Forward(1, 10*time.Millisecond)
 	}
 	probs := []float64{0.3, 0.3, 0.3}
 	var probes []int
-	for i := 1; i <= 40; i++ {
+	for i := 1; i <= 100; i++ {
 		p := g.Pick(src, 3, probs)
 		if p.K > 0 {
 			if !p.Probe || p.K != 1 {
@@ -251,17 +259,49 @@ func TestProbeSchedule(t *testing.T) {
 			g.Forward(1, 10*time.Millisecond)
 		}
 	}
-	want := []int{4, 5, 8, 9, 12, 13, 16, 17, 32, 33}
-	if n := g.Samples(2); n != 5 { // 5, 9, 13, 17, 33 (4 is also the warm-up)
+	want := []int{4, 5, 8, 9, 12, 13, 16, 17, 56, 57, 96, 97}
+	if n := g.Samples(2); n != 5 { // 5, 9, 13, 17, 57 (4 is also the warm-up; 97's pairs later)
 		t.Fatalf("%d samples of T(2), want 5", n)
 	}
-	if len(probes) != len(want) {
+	if !slices.Equal(probes, want) {
 		t.Fatalf("probes at picks %v, want %v", probes, want)
 	}
-	for i := range want {
-		if probes[i] != want[i] {
-			t.Fatalf("probes at picks %v, want %v", probes, want)
-		}
+}
+
+// TestProbeSpacing: a probe run's expected loss, priced by the gate's
+// estimates, is at most ProbeLoss of the decode time: picks apart
+// ProbeRun·cost(deeper)·(1 − v/v_best) / (ProbeLoss·cost(best)), at
+// least ProbeEvery, at most ProbeEveryHopeless.
+func TestProbeSpacing(t *testing.T) {
+	tests := []struct {
+		name  string
+		times []float64 // T(n) ms
+		a     []float64
+		want  int
+	}{
+		{"plain best, probe value 0.867", []float64{10, 15}, []float64{0.3}, 40},
+		{"plain best, probe nearly even", []float64{10, 15}, []float64{0.48}, ProbeEvery},
+		{"plain best, probe value 0.967", []float64{10, 15}, []float64{0.45}, ProbeEvery},
+		{"hopeless probe", []float64{10, 25}, []float64{0.1}, ProbeEveryHopeless},
+		// best 1 (1.9/1.5), deeper 2 (2.17/2): 2·2·(1 − 1.085/1.267)/(0.01·1.5) = 38.3
+		{"depth 1 best, depth 2 probed", []float64{10, 15, 20}, []float64{0.9, 0.3}, 39},
+		// best 1 here, deeper 2 worth more (1.355 against 1.267): every 16
+		{"deeper probe worth more", []float64{10, 15, 20}, []float64{0.9, 0.9}, ProbeEvery},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := measured(Config{MaxDraft: 3}, tt.times...)
+			best, bestV := 0, 1.0
+			for k := 1; k < len(tt.a); k++ {
+				if v := g.value(src, tt.a, k); v > bestV {
+					best, bestV = k, v
+				}
+			}
+			deeper := best + 1
+			if got := g.probeEvery(src, best, bestV, deeper, g.value(src, tt.a, deeper)); got != tt.want {
+				t.Fatalf("probes every %d picks, want %d (best %d value %.3f, probe value %.3f)", got, tt.want, best, bestV, g.value(src, tt.a, deeper))
+			}
+		})
 	}
 }
 
@@ -323,7 +363,7 @@ func TestSnapshot(t *testing.T) {
 	g := measured(Config{MaxDraft: 3}, 10, 0, 15)
 	g.Verified(Lookup, nil, 1, 1)
 	s := g.Snapshot()
-	if s.T1 != 10*time.Millisecond || len(s.Ratios) != 3 || s.Ratios[1] != 0 || !near(s.Ratios[2], 1.5) || s.Samples[0] != TimeWindow {
+	if s.T1 != 10*time.Millisecond || len(s.Ratios) != 3 || s.Ratios[1] != 0 || !near(s.Ratios[2], 1.5) || s.Samples[0] != 2*TimeWindow || s.Samples[2] != TimeWindow {
 		t.Fatalf("snapshot %+v", s)
 	}
 	if a := s.Acceptance["lookup"]; len(a) != 1 || !near(a[0], 2.0/3) {
@@ -355,7 +395,8 @@ func TestTimeSpikesClipped(t *testing.T) {
 	g := measured(Config{}, 10, 12)
 	g.Forward(2, 12*time.Millisecond) // after a plain step: no sample
 	g.Forward(2, 120*time.Millisecond)
-	g.Forward(2, 12*time.Millisecond) // records the held spike
+	g.Forward(2, 12*time.Millisecond) // queues the held spike
+	g.pair(true)
 	if v, _ := g.T(2); !near(v, 0.012*(1+(Clip-1)/TimeWindow)) {
 		t.Fatalf("T(2) after a spike: %v", v)
 	}
@@ -366,8 +407,12 @@ func TestTimeSpikesClipped(t *testing.T) {
 	if v, _ := young.T(1); !near(v, (0.004*3+0.004*Clip+0.004)/5) {
 		t.Fatalf("T(1) after a spike on its fourth sample: %v", v)
 	}
-	for range 40 {
-		g.Forward(2, 30*time.Millisecond)
+	for range 4 * TimeWindow { // short runs of verifies between plain steps
+		for range 3 {
+			g.Forward(2, 30*time.Millisecond)
+		}
+		g.Forward(1, 10*time.Millisecond)
+		g.Forward(1, 10*time.Millisecond)
 	}
 	if v, _ := g.T(2); math.Abs(v-0.030) > 0.0005 {
 		t.Fatalf("T(2) after a lasting change to 30 ms: %v", v)
@@ -381,13 +426,14 @@ func TestTimeSpikesClipped(t *testing.T) {
 func TestHeavyTailFollowed(t *testing.T) {
 	g := measured(Config{}, 4)
 	cycle := []float64{7, 13.5, 7.3, 30, 7.4, 8, 18, 10} // ms; mean 12.65, median 9
-	g.Forward(2, 7*time.Millisecond)                     // after a plain step: no sample
 	for range 10 {
 		for _, x := range cycle {
+			g.Forward(2, 7*time.Millisecond) // after a plain step: no sample
 			g.Forward(2, time.Duration(x*float64(time.Millisecond)))
+			g.Forward(1, 4*time.Millisecond) // charged to the verify, no excess
+			g.Forward(1, 4*time.Millisecond)
 		}
 	}
-	g.Forward(1, 4*time.Millisecond) // charged to the last verify, no excess
 	if v, _ := g.T(2); math.Abs(v-0.01265) > 0.15*0.01265 {
 		t.Fatalf("T(2) over a heavy-tailed cycle: %.2f ms, want its mean 12.65 within 15 %%", v*1000)
 	}
@@ -416,43 +462,45 @@ func TestPlainStepAfterVerifyCarried(t *testing.T) {
 	// T(1) = 10, T(2) = 12, T(3) = 15 ms, TimeWindow samples each: the
 	// next sample x moves T(n) by (x − T(n))/TimeWindow.
 	tests := []struct {
-		name    string
-		rows    int     // of the verify
-		verify  float64 // its ms
-		nextN   int     // rows of the next forward
-		next    float64 // its ms
-		want    float64 // T(rows) after, ms
-		samples int     // of T(nextN) after
+		name   string
+		rows   int     // of the verify
+		verify float64 // its ms
+		nextN  int     // rows of the next forward
+		next   float64 // its ms
+		want   float64 // T(rows) after, ms
 	}{
-		{"the next step pays for evicted experts", 2, 12, 1, 12, 12 + 2.0/TimeWindow, TimeWindow},
-		{"the next step finds the verify's experts", 2, 13, 1, 8, 12 - 1.0/TimeWindow, TimeWindow},
-		{"no excess", 2, 12, 1, 10, 12, TimeWindow},
-		{"a verify after a verify is not charged to it", 3, 16, 2, 9, 15 + 1.0/TimeWindow, TimeWindow},
+		{"the next step pays for evicted experts", 2, 12, 1, 12, 12 + 2.0/TimeWindow},
+		{"the next step finds the verify's experts", 2, 13, 1, 8, 12 - 1.0/TimeWindow},
+		{"no excess", 2, 12, 1, 10, 12},
+		{"a verify after a verify is not charged to it", 3, 16, 2, 9, 15 + 1.0/TimeWindow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := measured(Config{}, 10, 12, 15)
+			before := g.Samples(tt.nextN)
 			g.Forward(tt.rows, ms(tt.verify)) // after a plain step: no sample
 			g.Forward(tt.rows, ms(tt.verify))
 			g.Forward(tt.nextN, ms(tt.next))
+			g.pair(true)
 			if v, ok := g.T(tt.rows); !ok || math.Abs(v*1e3-tt.want) > 1e-9 {
 				t.Errorf("T(%d) = %v ms, want %v", tt.rows, v*1e3, tt.want)
 			}
-			if g.Samples(tt.nextN) != tt.samples {
-				t.Errorf("T(%d) samples %d, want %d", tt.nextN, g.Samples(tt.nextN), tt.samples)
+			if g.Samples(tt.nextN) != before {
+				t.Errorf("the forward after the verify was a sample of T(%d)", tt.nextN)
 			}
 		})
 	}
 	// A plain step after a warm-up verify (not held) is no T(1) sample;
 	// the one after it is.
 	g := measured(Config{}, 10, 12)
+	before := g.Samples(1)
 	g.Forward(5, ms(40)) // the first 5-row forward: a warm-up
 	g.Forward(1, ms(30))
-	if g.Samples(1) != TimeWindow {
+	if g.Samples(1) != before {
 		t.Fatalf("the plain step after a warm-up verify was sampled")
 	}
 	g.Forward(1, ms(10))
-	if g.Samples(1) != TimeWindow+1 {
+	if g.Samples(1) != before+1 {
 		t.Fatalf("the second plain step is no T(1) sample")
 	}
 }
@@ -474,7 +522,9 @@ func TestDepthChangeNoSample(t *testing.T) {
 	}
 	g.Forward(3, ms(15))
 	g.Forward(3, ms(17)) // after a 3-row verify: a sample
-	g.Forward(1, ms(10))
+	g.Forward(1, ms(10)) // charged to it, no excess
+	g.Forward(1, ms(10)) // the T(1) sample it pairs with
+	g.pair(true)
 	if v, _ := g.T(3); g.Samples(3) != TimeWindow+1 || !near(v, 0.015+0.002/TimeWindow) {
 		t.Fatalf("a verify after one of the same depth: %d samples, T(3) %v", g.Samples(3), v)
 	}
@@ -484,15 +534,17 @@ func TestDepthChangeNoSample(t *testing.T) {
 // next Settle forwards, of any rows, are no samples.
 func TestUnseenSettles(t *testing.T) {
 	g := measured(Config{}, 10, 12)
+	ones := g.Samples(1)
 	g.Unseen()
 	for i := range Settle {
 		g.Forward(2-i%2, 40*time.Millisecond) // ends with a plain step
 	}
-	if g.Samples(1) != TimeWindow || g.Samples(2) != TimeWindow {
+	g.pair(true)
+	if g.Samples(1) != ones || g.Samples(2) != TimeWindow {
 		t.Fatalf("settling forwards sampled: %d, %d", g.Samples(1), g.Samples(2))
 	}
 	g.Forward(1, 10*time.Millisecond)
-	if g.Samples(1) != TimeWindow+1 {
+	if g.Samples(1) != ones+1 {
 		t.Fatalf("the forward after settling is no sample")
 	}
 }
@@ -572,5 +624,62 @@ func TestUnknownProbabilitiesNotCalibrated(t *testing.T) {
 	}
 	if b := g.Budget(src, 8); b < 2 || b >= 8 {
 		t.Fatalf("budget %d for acceptance 0.6 at T(n)/T(1) = 1 + 0.3(n−1), want 2..7", b)
+	}
+}
+
+// TestPhasesPaired: under SSD streaming a forward's time follows the
+// text (plain steps of 3 ms where its experts are cached, 15 ms where
+// they are not), and a gate drafts in some phases and steps plainly in
+// others. T(n)/T(1) is measured against the plain steps near each
+// verify, so it is the cost of a verify in its own phase (2 here) and not
+// the ratio of averages taken in different phases (6/15: a verify that
+// looks free).
+func TestPhasesPaired(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	g := New(Config{MaxDraft: 1})
+	for range 3 {
+		for range 20 { // a slow phase, decoded plainly
+			g.Forward(1, ms(15))
+		}
+		for range 6 { // a fast one: plain steps, drafting, plain steps
+			g.Forward(1, ms(3))
+		}
+		for range TimeWindow + 1 {
+			g.Forward(2, ms(6))
+		}
+		for range 6 { // the first charged to the last verify, no excess
+			g.Forward(1, ms(3))
+		}
+	}
+	for range 20 {
+		g.Forward(1, ms(15))
+	}
+	if r := g.Ratio(2); math.Abs(r-2) > 0.05 {
+		t.Fatalf("T(2)/T(1) %.3f, want 2 (T(1) %.1f ms)", r, g.t[1].v*1e3)
+	}
+	// Where a verify costs 2 plain steps, a draft accepted 0.6 of the
+	// time does not pay.
+	if p := g.Pick(src, 1, []float64{0.6}); p.K != 0 && !p.Probe {
+		t.Fatalf("pick %+v", p)
+	}
+}
+
+// TestUnpairedVerifyNoSample: verifies with no plain step within
+// PairWindow forwards of them (a long drafting run) are no samples.
+func TestUnpairedVerifyNoSample(t *testing.T) {
+	g := measured(Config{}, 10, 12)
+	before := g.Samples(2)
+	for range 10 * PairWindow {
+		g.Forward(2, 50*time.Millisecond)
+	}
+	for range PairWindow + 1 {
+		g.Forward(1, 10*time.Millisecond)
+	}
+	// Only verifies within PairWindow rows of a plain step that is a
+	// T(1) sample pair: 3 of 2 rows at the run's start (its first forward
+	// is a change of depth, no sample) and 4 at its end (the step right
+	// after it is charged to the last verify).
+	if got, want := g.Samples(2)-before, 7; got != want {
+		t.Fatalf("%d samples from a run of %d verifies, want %d", got, 10*PairWindow, want)
 	}
 }
