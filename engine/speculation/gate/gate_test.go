@@ -655,7 +655,8 @@ func TestPhasesPaired(t *testing.T) {
 		g.Forward(1, ms(15))
 	}
 	if r := g.Ratio(2); math.Abs(r-2) > 0.05 {
-		t.Fatalf("T(2)/T(1) %.3f, want 2 (T(1) %.1f ms)", r, g.t[1].v*1e3)
+		t1, _ := g.T(1)
+		t.Fatalf("T(2)/T(1) %.3f, want 2 (T(1) %.1f ms)", r, t1*1e3)
 	}
 	// Where a verify costs 2 plain steps, a draft accepted 0.6 of the
 	// time does not pay.
