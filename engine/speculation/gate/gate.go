@@ -319,7 +319,7 @@ type Gate struct {
 	held     float64          // a multi-row forward's seconds, waiting for the next forward (Carry)
 	heldRows int
 	heldSeq  int
-	seq      int                     // forwards so far (the clock of PairWindow)
+	seq      int                     // rows forwarded so far (the clock of PairWindow)
 	ones     [2 * PairWindow]stamped // the last raw T(1) samples
 	nOnes    int
 	pend     []pending // multi-row samples waiting for their T(1) reference
