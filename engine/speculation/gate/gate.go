@@ -109,9 +109,30 @@ const (
 	// 16th, or less often when a probe run is expected to cost more than
 	// ProbeLoss of the decode time (see probeEvery), at most every
 	// ProbeEveryHopeless picks.
+	//
+	// A row count with fewer than ProbeSamples samples is young: its
+	// measured T(n) enters the fit shrunk towards the price the others
+	// give it (interpolated between the measured ones, or continued with
+	// their ρ), as if those were worth ProbeSamples samples. Under SSD
+	// streaming single forwards range from 2.5 to 110 ms: one 4-row
+	// sample of 6.6 T(1) among a T(3) of 3.2 and a T(5) of 2.4 (both from
+	// a sample or two) was pooled with T(5) by the fit, priced depths 3
+	// and 4 at ~4.5 plain steps, and the gate drafted 1 deep where 5 was
+	// best (BenchmarkSpeculation streamed, replay 0.9, 64 tokens a
+	// request: 1.10× plain against depth 5's 1.36×).
 	ProbeEvery      = 16
 	ProbeEveryYoung = 4
 	ProbeSamples    = 3
+	// ExploreMargin: an exploration (see Gate.explore) runs only where
+	// the depth's value at the lower bound of its cost is this many times
+	// the best estimated value (and 1): it then pays even if the deep
+	// verify costs 1.5 times the deepest one measured. Under streaming a
+	// failed exploration is dear: at replay 0.6 the 9-row verifies cost
+	// 6.7 plain steps for 2.5 tokens, and exploring wherever the bound
+	// merely beat the best (E(8) 2.57 against T(2)/T(1) 2.45) ran the
+	// gate at 0.92× plain (BenchmarkSpeculation streamed, 64 tokens a
+	// request; 0.70–0.95 in the rounds it explored).
+	ExploreMargin = 1.5
 	// ProbeLoss: probes are spaced so that their expected cost, priced by
 	// the gate's own estimates, is at most 1 % of the time decoding takes.
 	// Every 16 picks, a probe run cost more than the gate could win by
@@ -133,6 +154,16 @@ const (
 	// continuously implied 3.05, drafted 4 deep and ran at 1.44× plain
 	// against depth 5's 1.54×.
 	ProbeRun = 2
+	// RunPlain: a probe run of a row count with fewer than ProbeSamples
+	// samples is followed by this many plain steps (the first charged to
+	// the run's last verify, the second its T(1) reference, PairWindow),
+	// so that the run is a sample. While the gate drafts on, a deep
+	// verify has no plain step within PairWindow rows and is no sample:
+	// BenchmarkSpeculation streamed (replay 0.9, 64 tokens a request),
+	// in the last round 11 of the gate's 6-row and 12 of its 9-row
+	// verifies, all probes, none a sample, so the young schedule probed
+	// them every 4th pick without end.
+	RunPlain = 2
 	// A probe whose expected value is under ProbeHopeless plain steps
 	// runs only every ProbeEveryHopeless picks: with a replay drafter at
 	// a = 0.1 and T(2)/T(1) ≈ 2.5 (the synthetic qwen3moe in RAM, where
@@ -331,12 +362,15 @@ type Gate struct {
 	recent   [MaxRows + 1]ring // T(1)'s last raw samples, T(n)/T(1)'s for n ≥ 2, for the clip
 	draft    map[string]*mean  // d per source: drafting seconds per draft token
 
-	settle  int            // forwards left that are no samples (Unseen)
-	since   int            // picks with drafts available since the last probe
-	run     int            // the depth of the probe run in progress
-	runLeft int            // its picks left
-	drafted int            // drafted steps since the last T(1) sample
-	asks    map[string]int // Budget calls per source that found drafting hopeless
+	settle    int            // forwards left that are no samples (Unseen)
+	since     int            // picks with drafts available since the last probe
+	run       int            // the depth of the probe run in progress
+	runLeft   int            // its picks left
+	drafted   int            // drafted steps since the last T(1) sample
+	xsince    int            // Budget calls that found a depth to explore since the last exploration
+	xdue      bool           // an exploration is due: the next Pick runs it
+	plainLeft int            // plain steps forced after a probe run (RunPlain)
+	asks      map[string]int // Budget calls per source that found drafting hopeless
 }
 
 // New returns a gate with no measurements.
@@ -407,6 +441,9 @@ func (g *Gate) Forward(n int, d time.Duration) {
 	after, prev := g.after, g.prev
 	g.after, g.prev = n > 1, n
 	g.seq += n // the text moves on by up to n tokens
+	if n == 1 && g.plainLeft > 0 {
+		g.plainLeft--
+	}
 	defer g.pair(false)
 	if g.seen[n]++; g.seen[n] <= Warmup {
 		g.flush() // a held verify is recorded as it was: this forward's time says nothing of it
@@ -634,7 +671,8 @@ func (s *source) estimate(j int, probs []float64) float64 {
 // used before did that: BenchmarkSpeculation streamed, replay 0.9, read
 // T(3)/T(1) 3.01 from a few samples and priced T(4) and T(5) at 3.09 and
 // 3.34, so the gate drafted 4 deep where 5 was faster.) An n not
-// measured is priced from the largest measured m below it:
+// measured is priced on the straight line between the measured m
+// nearest below and above it, or, above the largest measured m, from it:
 // T(m) + (n−m)·ρ·T(1), so a cost curve that flattens (under streaming,
 // rows share experts) is continued from its end, not from T(1).
 func (g *Gate) T(n int) (float64, bool) {
@@ -645,16 +683,32 @@ func (g *Gate) T(n int) (float64, bool) {
 		return 0, false
 	}
 	fit := g.fit()
-	t1, rho := g.t[1].v, g.Rho()
+	return price(&fit, n, g.t[1].v, g.Rho()), fit[n] > 0
+}
+
+// price is T(n) from fitted times fit (fit[1] = T(1); 0: not measured):
+// fit[n] where measured, else on the straight line between the measured
+// m nearest below and above n, or, above the largest measured m,
+// T(m) + (n−m)·ρ·T(1); never below the price of a smaller n.
+func price(fit *[MaxRows + 1]float64, n int, t1, rho float64) float64 {
+	up := 0 // the smallest measured m above n
+	for m := n + 1; m <= MaxRows && up == 0; m++ {
+		if fit[m] > 0 {
+			up = m
+		}
+	}
 	est, last := t1, 1 // the estimate for m, and the largest measured m
 	for m := 2; m <= n; m++ {
-		if g.Samples(m) > 0 {
+		switch {
+		case fit[m] > 0:
 			est, last = max(est, fit[m]), m
-		} else {
+		case up > 0:
+			est = max(est, fit[last]+(fit[up]-fit[last])*float64(m-last)/float64(up-last))
+		default:
 			est = max(est, fit[last]+float64(m-last)*rho*t1)
 		}
 	}
-	return est, g.Samples(n) > 0
+	return est
 }
 
 // ratio is the measured T(n)/T(1), n ≥ 2, and its samples (0, 0: none).
@@ -667,10 +721,44 @@ func (g *Gate) ratio(n int) (float64, float64) {
 
 // fit returns the measured T(n), n ≥ 2, fitted non-decreasing and at
 // least T(1) (pool adjacent violators, weights min(samples, TimeWindow));
-// fit[1] is T(1), unmeasured n are 0.
+// fit[1] is T(1), unmeasured n are 0. An n with fewer than ProbeSamples
+// samples enters shrunk towards the price the others give it (see
+// ProbeSamples).
 func (g *Gate) fit() [MaxRows + 1]float64 {
-	var out [MaxRows + 1]float64
-	out[1] = g.t[1].v
+	t1 := g.t[1].v
+	var v, w [MaxRows + 1]float64
+	// The n with ProbeSamples samples first: they price the others.
+	var sum, sw float64 // their ρ
+	for n := 2; n <= MaxRows; n++ {
+		if r, c := g.ratio(n); c >= ProbeSamples {
+			v[n], w[n] = max(r, 1)*t1, min(c, TimeWindow)
+			sum += w[n] * (r - 1) / float64(n-1)
+			sw += w[n]
+		}
+	}
+	rho := RhoStart
+	if sw > 0 {
+		rho = max(0, min(RhoMax, sum/sw))
+	}
+	mature := isotonic(&v, &w)
+	mature[1] = t1
+	// A young n (fewer samples) is its measurement shrunk towards what
+	// the others price it at, those worth ProbeSamples samples (Young).
+	for n := 2; n <= MaxRows; n++ {
+		if r, c := g.ratio(n); c > 0 && c < ProbeSamples {
+			ref := price(&mature, n, t1, rho)
+			v[n], w[n] = (c*max(r, 1)*t1+ProbeSamples*ref)/(c+ProbeSamples), c
+		}
+	}
+	out := isotonic(&v, &w)
+	out[1] = t1
+	return out
+}
+
+// isotonic fits v (n ≥ 2, weights w; w 0: not measured) by a
+// non-decreasing curve, at least v[1] (pool adjacent violators); out[n]
+// is 0 where w[n] is 0.
+func isotonic(v, w *[MaxRows + 1]float64) [MaxRows + 1]float64 {
 	type block struct {
 		v, w   float64
 		lo, hi int // the n it covers
@@ -678,11 +766,10 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 	var blocks [MaxRows]block // Pick prices every depth through T: no allocation
 	st := blocks[:0]
 	for n := 2; n <= MaxRows; n++ {
-		r, c := g.ratio(n)
-		if c == 0 {
+		if w[n] == 0 {
 			continue
 		}
-		b := block{v: max(r, 1) * g.t[1].v, w: min(c, TimeWindow), lo: n, hi: n}
+		b := block{v: v[n], w: w[n], lo: n, hi: n}
 		for len(st) > 0 && st[len(st)-1].v > b.v {
 			p := st[len(st)-1]
 			st = st[:len(st)-1]
@@ -690,9 +777,10 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 		}
 		st = append(st, b)
 	}
+	var out [MaxRows + 1]float64
 	for _, b := range st {
 		for n := b.lo; n <= b.hi; n++ {
-			if g.Samples(n) > 0 {
+			if w[n] > 0 {
 				out[n] = b.v
 			}
 		}
@@ -827,15 +915,79 @@ func (g *Gate) Budget(src Source, room int) int {
 			bestA = k
 		}
 	}
+	ask := 0
 	if best > 0 {
 		g.asks[src.Name] = 0
-		return min(room, min(best, bestA)+1)
+		ask = min(best, bestA) + 1
+	} else if g.asks[src.Name]++; g.asks[src.Name]%ProbeEveryHopeless == 0 {
+		ask = 1
 	}
-	g.asks[src.Name]++
-	if g.asks[src.Name]%ProbeEveryHopeless == 0 {
-		return 1
+	if g.runLeft > 0 { // a probe run goes on
+		ask = max(ask, g.run)
 	}
-	return 0
+	// An exploration past the measured depths, judged with the measured
+	// acceptance (the step's probabilities are not known yet).
+	a := make([]float64, 0, room)
+	for j := range room {
+		acc, _ := s.accProb(j)
+		a = append(a, acc)
+	}
+	if kx := g.explore(src, a); kx > 0 {
+		if g.xsince++; g.xsince >= ProbeEveryYoung {
+			g.xsince, g.xdue = 0, true
+			ask = max(ask, kx)
+		}
+	}
+	return min(room, ask)
+}
+
+// explore returns the depth to explore for drafts with acceptance a
+// (len(a) the deepest available), 0 for none: the depth k, deeper than
+// every verify measured with ProbeSamples samples, whose value is best
+// with T(k+1) priced at its lower bound, the T(f) of that deepest
+// measured verify of f rows, when that value is ExploreMargin times
+// every depth's estimated value and 1. An exploration is a probe run at
+// k, due every ProbeEveryYoung Budget calls that find one, until k+1
+// rows have ProbeSamples samples (RunPlain pairs them).
+//
+// Beyond f, T(n) is continued as a straight line (see T), and an MoE's
+// extra rows cost less the more there are (they share experts, and a
+// verify's first extra row brings a whole token's): BenchmarkSpeculation
+// streamed, replay 0.9, 64 tokens a request, measured T(2)/T(1) at 2.1,
+// priced T(3) at 3.2 from it, and, probing only one deeper than its
+// best, the gate stayed plain in 11 rounds of 12 (1.02× plain) where
+// continuous depth 5 paid ~3.9 plain steps a verify (1.20×).
+func (g *Gate) explore(src Source, a []float64) int {
+	f := 0
+	for m := MaxRows; m >= 2 && f == 0; m-- {
+		if g.Samples(m) >= ProbeSamples {
+			f = m
+		}
+	}
+	if f == 0 || len(a) < f {
+		return 0
+	}
+	bestV := 1.0
+	for k := 1; k <= len(a); k++ {
+		bestV = max(bestV, g.value(src, a, k))
+	}
+	kx, bound, bar := 0, g.Ratio(f), ExploreMargin*bestV
+	e, prod := 1.0, 1.0
+	for k := 1; k <= len(a); k++ {
+		prod *= a[k-1]
+		e += prod
+		if k+1 <= f {
+			continue
+		}
+		c := bound
+		if m := g.draft[src.Name]; m != nil && k > 1 && g.t[1].v > 0 {
+			c += float64(k-1) * m.v / g.t[1].v
+		}
+		if v := e / c; v > bar {
+			kx, bar = k, v
+		}
+	}
+	return kx
 }
 
 // Plan is the outcome of a pick: the depth and why.
@@ -871,7 +1023,7 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	if g.cfg.Fixed {
 		return Plan{K: n, Value: g.value(src, a, n), A: a}
 	}
-	if g.drafted >= ForcePlainAfter || (g.drafted >= ForcePlainYoung && g.t[1].count < TimeWindow) {
+	if g.plainLeft > 0 || g.drafted >= ForcePlainAfter || (g.drafted >= ForcePlainYoung && g.t[1].count < TimeWindow) {
 		return Plan{Value: 1, A: a, Plain: true}
 	}
 	g.since++
@@ -882,9 +1034,19 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		}
 	}
 	plan := Plan{K: best, Value: bestV, A: a}
+	kx := 0
+	if g.xdue {
+		g.xdue = false
+		kx = g.explore(src, a)
+	}
 	switch deeper := best + 1; {
+	case kx > 0: // an exploration: a probe run at kx
+		g.run, g.runLeft = kx, ProbeRun-1
+		plan = Plan{K: kx, Value: g.value(src, a, kx), A: a, Probe: true}
 	case g.runLeft > 0 && g.run > best && g.run <= n: // a probe run goes on
-		g.runLeft--
+		if g.runLeft--; g.runLeft == 0 && g.Samples(g.run+1) < ProbeSamples {
+			g.plainLeft = RunPlain // so that the run's last verify pairs
+		}
 		plan = Plan{K: g.run, Value: g.value(src, a, g.run), A: a, Probe: true}
 	case deeper <= n:
 		g.runLeft = 0

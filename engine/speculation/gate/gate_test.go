@@ -2,6 +2,7 @@ package gate
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -133,6 +134,8 @@ func TestCostModel(t *testing.T) {
 		{"after a pool", []float64{10, 14, 12, 16}, 4, 1.6, (0.4 + 0.1 + 0.2) / 3},
 		{"never below T(1)", []float64{10, 8, 12}, 2, 1, 0},
 		{"a flattening curve continues from its end", []float64{10, 20, 22}, 4, 2.2 + 0.8, (1 + 0.6) / 2},
+		{"between measured n, a straight line", []float64{10, 20, 0, 0, 0, 40}, 4, 2 + 2*(4-2)/4.0, (1 + 3.0/5) / 2},
+		{"above the largest measured, from it", []float64{10, 20, 0, 0, 0, 40}, 8, 4 + 2*(1+3.0/5)/2, (1 + 3.0/5) / 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,7 +243,9 @@ func TestProbeSchedule(t *testing.T) {
 	// loses 2·1.5·(1 − 0.867) = 0.4 plain steps, so every 40 picks); a
 	// run's first forward is no sample, and a sample counts once it is
 	// paired with the plain steps after it (PairWindow rows later), so
-	// the young schedule runs one run past the third sample.
+	// the young schedule runs one run past the third sample. A young run
+	// is followed by RunPlain forced plain steps (picks too, not counted
+	// in the spacing), so its last verify pairs.
 	g := New(Config{MaxDraft: 3})
 	for range 8 {
 		g.Forward(1, 10*time.Millisecond)
@@ -259,8 +264,8 @@ func TestProbeSchedule(t *testing.T) {
 			g.Forward(1, 10*time.Millisecond)
 		}
 	}
-	want := []int{4, 5, 8, 9, 12, 13, 16, 17, 56, 57, 96, 97}
-	if n := g.Samples(2); n != 5 { // 5, 9, 13, 17, 57 (4 is also the warm-up; 97's pairs later)
+	want := []int{4, 5, 10, 11, 16, 17, 22, 23, 64, 65}
+	if n := g.Samples(2); n != 5 { // 5, 11, 17, 23, 65 (4 is also the warm-up)
 		t.Fatalf("%d samples of T(2), want 5", n)
 	}
 	if !slices.Equal(probes, want) {
@@ -682,5 +687,109 @@ func TestUnpairedVerifyNoSample(t *testing.T) {
 	// after it is charged to the last verify).
 	if got, want := g.Samples(2)-before, 7; got != want {
 		t.Fatalf("%d samples from a run of %d verifies, want %d", got, 10*PairWindow, want)
+	}
+}
+
+// decode runs steps picks of a gate over a source whose drafts are
+// accepted with probability a each (no probabilities given), where an
+// n-row forward takes cost(n) ms, as the engine drives it (Budget, Pick,
+// Forward, Verified), and returns the tokens per ms of the last half and
+// how many of its verifies were deeper than deep.
+func decode(t *testing.T, g *Gate, a float64, steps, deep int, cost func(n int) float64) (speed float64, deeper int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := Source{Name: "replay", Priors: []float64{0.5}}
+	var toks, ms float64
+	for range AcceptWindow { // first drafts decided while decoding plainly
+		acc := 0
+		if rng.Float64() < a {
+			acc = 1
+		}
+		g.Verified(s, nil, 1, acc)
+	}
+	for i := range steps {
+		k, b := 0, g.Budget(s, 8)
+		if b > 0 {
+			k = g.Pick(s, b, nil).K
+		}
+		g.Forward(k+1, time.Duration(cost(k+1)*float64(time.Millisecond)))
+		acc := 0
+		for acc < max(k, 1) && rng.Float64() < a {
+			acc++
+		}
+		switch {
+		case k > 0:
+			g.Verified(s, nil, k, min(acc, k))
+		case b > 0: // a declined first draft, decided by the plain step (the engine's shadow)
+			g.Verified(s, nil, 1, min(acc, 1))
+		}
+		if i >= steps/2 {
+			toks += float64(min(acc, k) + 1)
+			ms += cost(k + 1)
+			if k > deep {
+				deeper++
+			}
+		}
+	}
+	return toks / ms, deeper
+}
+
+// TestExploreConcaveCost: under SSD streaming the first extra row of a
+// verify costs more than a whole plain step (it brings a token's
+// experts), later rows much less (they share them). Priced from T(2)
+// alone, every depth looks a loss; exploring the deepest depth once
+// measured shows the deep verifies that pay, and the gate drafts them.
+func TestExploreConcaveCost(t *testing.T) {
+	concave := func(n int) float64 { return 10 + 11*math.Pow(float64(n-1), 0.6) } // T(2) 2.1, T(6) 3.9, T(9) 4.8 plain steps
+	g := measured(Config{MaxDraft: 8}, 10, concave(2))
+	speed, deeper := decode(t, g, 0.9, 400, 2, concave)
+	if speed < 1.15/10 {
+		t.Errorf("%.3f tokens/ms, want ≥ 1.15× plain (0.1); T(n)/T(1): %v", speed, g.Snapshot().Ratios)
+	}
+	if deeper < 50 {
+		t.Errorf("%d verifies deeper than 2 in the last 200 picks", deeper)
+	}
+	// Where the deep verifies do not pay either (acceptance 0.6: E(8)
+	// 2.47 against T(9)/T(1) 4.8), the exploration stops once they are
+	// measured (ProbeSamples) or not tried (ExploreMargin: E(8)/T(2)
+	// 1.18) and the gate stays plain.
+	g = measured(Config{MaxDraft: 8}, 10, concave(2))
+	speed, deeper = decode(t, g, 0.6, 1000, 5, concave)
+	if deeper > ProbeRun { // one run where the estimates peak, at most
+		t.Errorf("acceptance 0.6: %d verifies deeper than 5 in the last 500 picks", deeper)
+	}
+	if speed < 0.975/10 { // the depth-1 probe runs every ProbeEveryHopeless picks cost ~1.5 %
+		t.Errorf("acceptance 0.6: %.4f tokens/ms, want ≥ 0.975× plain (0.1)", speed)
+	}
+	// Hopeless drafts are not explored: E(8) at acceptance 0.3 is 1.43,
+	// under T(2)/T(1) even before T(9) is measured.
+	g = measured(Config{MaxDraft: 8}, 10, concave(2))
+	decode(t, g, 0.3, 400, 0, concave)
+	if n := g.Samples(9); n > 0 {
+		t.Errorf("hopeless drafts explored: %d samples of T(9)", n)
+	}
+}
+
+// TestYoungShrunk: a row count with fewer than ProbeSamples samples is
+// priced between its own measurement and what the others price it at,
+// so one forward of a fast phase does not make deep verifies look cheap.
+func TestYoungShrunk(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	g := measured(Config{MaxDraft: 4}, 10, 21) // T(2)/T(1) 2.1, ρ 1.1: T(3) priced 3.2
+	g.Forward(3, ms(12))                       // a change of depth: no sample
+	g.Forward(3, ms(12))                       // 1.2 plain steps
+	g.Forward(1, ms(10))                       // charged to it
+	g.Forward(1, ms(10))                       // its reference
+	g.pair(true)
+	if n := g.Samples(3); n != 1 {
+		t.Fatalf("%d samples of T(3), want 1", n)
+	}
+	// (1·1.2 + 3·3.2)/4 = 2.7; fitted with the rest alone it read 2.0
+	// (pooled with T(2) as a dip).
+	if r := g.Ratio(3); !near(r, 2.7) {
+		t.Fatalf("T(3)/T(1) %.3f from one sample, want 2.7", r)
+	}
+	if r := g.Ratio(2); !near(r, 2.1) {
+		t.Fatalf("T(2)/T(1) %.3f, want 2.1 (a young sample pulls no mature one)", r)
 	}
 }
