@@ -154,15 +154,17 @@ const (
 	// continuously implied 3.05, drafted 4 deep and ran at 1.44× plain
 	// against depth 5's 1.54×.
 	ProbeRun = 2
-	// RunPlain: a probe run of a row count with fewer than ProbeSamples
-	// samples is followed by this many plain steps (the first charged to
-	// the run's last verify, the second its T(1) reference, PairWindow),
-	// so that the run is a sample. While the gate drafts on, a deep
-	// verify has no plain step within PairWindow rows and is no sample:
-	// BenchmarkSpeculation streamed (replay 0.9, 64 tokens a request),
-	// in the last round 11 of the gate's 6-row and 12 of its 9-row
-	// verifies, all probes, none a sample, so the young schedule probed
-	// them every 4th pick without end.
+	// RunPlain: an exploration's probe run (Gate.explore) is followed by
+	// this many plain steps (the first charged to the run's last verify,
+	// the second its T(1) reference, PairWindow), so that the run is a
+	// sample. While the gate drafts on, a deep verify has no plain step
+	// within PairWindow rows and is no sample: BenchmarkSpeculation
+	// streamed (replay 0.9, 64 tokens a request), in the last round none
+	// of the gate's 12 9-row verifies, all explorations, was a sample, so
+	// it explored every 4th pick without end. Not after every young
+	// probe run: in RAM (replay 0.9), where the gate drafts 4–5 deep at
+	// 1.6× plain, the forced steps of the young runs of its first rounds
+	// cost it 1.46× against depth 5's 1.56 (1.60 against 1.61 without).
 	RunPlain = 2
 	// A probe whose expected value is under ProbeHopeless plain steps
 	// runs only every ProbeEveryHopeless picks: with a replay drafter at
@@ -369,7 +371,8 @@ type Gate struct {
 	drafted   int            // drafted steps since the last T(1) sample
 	xsince    int            // Budget calls that found a depth to explore since the last exploration
 	xdue      bool           // an exploration is due: the next Pick runs it
-	plainLeft int            // plain steps forced after a probe run (RunPlain)
+	plainLeft int            // plain steps forced after an exploration (RunPlain)
+	exploring bool           // the probe run in progress is an exploration
 	asks      map[string]int // Budget calls per source that found drafting hopeless
 }
 
@@ -1039,12 +1042,15 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		g.xdue = false
 		kx = g.explore(src, a)
 	}
+	if g.runLeft == 0 {
+		g.exploring = false
+	}
 	switch deeper := best + 1; {
 	case kx > 0: // an exploration: a probe run at kx
-		g.run, g.runLeft = kx, ProbeRun-1
+		g.run, g.runLeft, g.exploring = kx, ProbeRun-1, true
 		plan = Plan{K: kx, Value: g.value(src, a, kx), A: a, Probe: true}
-	case g.runLeft > 0 && g.run > best && g.run <= n: // a probe run goes on
-		if g.runLeft--; g.runLeft == 0 && g.Samples(g.run+1) < ProbeSamples {
+	case g.runLeft > 0 && (g.run > best || g.exploring) && g.run <= n: // a probe run goes on
+		if g.runLeft--; g.runLeft == 0 && g.exploring {
 			g.plainLeft = RunPlain // so that the run's last verify pairs
 		}
 		plan = Plan{K: g.run, Value: g.value(src, a, g.run), A: a, Probe: true}

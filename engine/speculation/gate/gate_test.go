@@ -243,9 +243,7 @@ func TestProbeSchedule(t *testing.T) {
 	// loses 2·1.5·(1 − 0.867) = 0.4 plain steps, so every 40 picks); a
 	// run's first forward is no sample, and a sample counts once it is
 	// paired with the plain steps after it (PairWindow rows later), so
-	// the young schedule runs one run past the third sample. A young run
-	// is followed by RunPlain forced plain steps (picks too, not counted
-	// in the spacing), so its last verify pairs.
+	// the young schedule runs one run past the third sample.
 	g := New(Config{MaxDraft: 3})
 	for range 8 {
 		g.Forward(1, 10*time.Millisecond)
@@ -264,8 +262,8 @@ func TestProbeSchedule(t *testing.T) {
 			g.Forward(1, 10*time.Millisecond)
 		}
 	}
-	want := []int{4, 5, 10, 11, 16, 17, 22, 23, 64, 65}
-	if n := g.Samples(2); n != 5 { // 5, 11, 17, 23, 65 (4 is also the warm-up)
+	want := []int{4, 5, 8, 9, 12, 13, 16, 17, 56, 57, 96, 97}
+	if n := g.Samples(2); n != 5 { // 5, 9, 13, 17, 57 (4 is also the warm-up; 97's pairs later)
 		t.Fatalf("%d samples of T(2), want 5", n)
 	}
 	if !slices.Equal(probes, want) {
@@ -749,6 +747,11 @@ func TestExploreConcaveCost(t *testing.T) {
 	if deeper < 50 {
 		t.Errorf("%d verifies deeper than 2 in the last 200 picks", deeper)
 	}
+	// The explorations were measured (RunPlain: while the gate drafts on,
+	// a 9-row verify has no plain step near it).
+	if n := g.Samples(9); n < ProbeSamples {
+		t.Errorf("%d samples of T(9), want %d", n, ProbeSamples)
+	}
 	// Where the deep verifies do not pay either (acceptance 0.6: E(8)
 	// 2.47 against T(9)/T(1) 4.8), the exploration stops once they are
 	// measured (ProbeSamples) or not tried (ExploreMargin: E(8)/T(2)
@@ -791,5 +794,43 @@ func TestYoungShrunk(t *testing.T) {
 	}
 	if r := g.Ratio(2); !near(r, 2.1) {
 		t.Fatalf("T(2)/T(1) %.3f, want 2.1 (a young sample pulls no mature one)", r)
+	}
+}
+
+// TestExplorationMeasured: an exploration is a probe run at the deepest
+// depth followed by RunPlain plain steps, so that its verify is paired
+// with a plain step near it and measured, though the gate drafts on.
+func TestExplorationMeasured(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	s := Source{Name: "replay", Priors: []float64{0.9}}
+	g := measured(Config{MaxDraft: 8}, 10, 15) // T(2)/T(1) 1.5: drafting pays, T(9) priced 4.5
+	for range AcceptWindow {
+		g.Verified(s, nil, 1, 1)
+	}
+	asked := 0
+	for range ProbeEveryYoung {
+		asked = max(asked, g.Budget(s, 8))
+	}
+	if asked != 8 {
+		t.Fatalf("budget %d, want 8: an exploration due every %d calls", asked, ProbeEveryYoung)
+	}
+	var ks []int
+	for range 2 + RunPlain + 1 {
+		p := g.Pick(s, 8, nil)
+		ks = append(ks, p.K)
+		if p.K > 0 {
+			g.Forward(p.K+1, ms(45))
+			g.Verified(s, nil, p.K, p.K)
+		} else {
+			g.Forward(1, ms(10))
+		}
+	}
+	// A run of ProbeRun (2) at 8, then RunPlain (2) plain steps.
+	if want := []int{8, 8, 0, 0}; !slices.Equal(ks[:4], want) {
+		t.Fatalf("picks %v, want %v then the best", ks, want)
+	}
+	g.pair(true)
+	if n := g.Samples(9); n != 1 {
+		t.Fatalf("%d samples of T(9), want 1", n)
 	}
 }
