@@ -880,7 +880,9 @@ func (g *Gate) Cost(src Source, k int) float64 {
 // the calibration at p = 1, or the measured a_j without probabilities)
 // with every draft's time charged, k·d; 0 when none is, except every
 // ProbeEveryHopeless-th such call, which asks for 1 so the source's
-// acceptance stays measured. With a fixed depth it is room.
+// acceptance stays measured. A probe run in progress asks for its depth,
+// and a due exploration (see explore, judged with the measured
+// acceptance) for its own. With a fixed depth it is room.
 func (g *Gate) Budget(src Source, room int) int {
 	room = min(room, g.cfg.MaxDraft)
 	if room <= 0 || g.cfg.Fixed {
