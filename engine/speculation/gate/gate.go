@@ -731,18 +731,12 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 	t1 := g.t[1].v
 	var v, w [MaxRows + 1]float64
 	// The n with ProbeSamples samples first: they price the others.
-	var sum, sw float64 // their ρ
 	for n := 2; n <= MaxRows; n++ {
 		if r, c := g.ratio(n); c >= ProbeSamples {
 			v[n], w[n] = max(r, 1)*t1, min(c, TimeWindow)
-			sum += w[n] * (r - 1) / float64(n-1)
-			sw += w[n]
 		}
 	}
-	rho := RhoStart
-	if sw > 0 {
-		rho = max(0, min(RhoMax, sum/sw))
-	}
+	rho := g.rho(ProbeSamples) // theirs
 	mature := isotonic(&v, &w)
 	mature[1] = t1
 	// A young n (fewer samples) is its measurement shrunk towards what
@@ -809,9 +803,14 @@ func (g *Gate) Rho() float64 {
 	if g.t[1].count == 0 || g.t[1].v <= 0 {
 		return RhoStart
 	}
+	return g.rho(1)
+}
+
+// rho is Rho over the n with at least least samples (RhoStart if none).
+func (g *Gate) rho(least float64) float64 {
 	var sum, w float64
 	for n := 2; n <= MaxRows; n++ {
-		if r, c := g.ratio(n); c > 0 {
+		if r, c := g.ratio(n); c >= least {
 			w8 := min(c, TimeWindow)
 			sum += w8 * (r - 1) / float64(n-1)
 			w += w8
@@ -932,7 +931,8 @@ func (g *Gate) Budget(src Source, room int) int {
 	}
 	// An exploration past the measured depths, judged with the measured
 	// acceptance (the step's probabilities are not known yet).
-	a := make([]float64, 0, room)
+	var buf [MaxRows]float64 // Budget runs every step: no allocation
+	a := buf[:0]
 	for j := range room {
 		acc, _ := s.accProb(j)
 		a = append(a, acc)
