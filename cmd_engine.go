@@ -331,8 +331,8 @@ func benchSpeculate(ctx context.Context, env *cmdEnv, eng *engine.Engine, path s
 		out.PlainTokS, maxDraft, out.GateTokS, out.Ratio, identical)
 	fmt.Fprintf(env.Stdout, "drafts: %d proposed, %d verified, %d accepted (%.0f %%), %d declined; %d verifies, %d plain steps\n",
 		last.Proposed, last.Verified, last.Accepted, 100*out.Acceptance, last.Declined, last.Verifies, last.PlainSteps)
-	fmt.Fprintf(env.Stdout, "chosen depths (verifies by number of drafts): %v\nT(1) %.2f ms, T(n)/T(1) %.2f\n",
-		last.Depths, last.T1MS, last.TRatio)
+	fmt.Fprintf(env.Stdout, "chosen depths (verifies by number of drafts): %v\nT(1) %.2f ms, T(n)/T(1) %.2f, stall %.2f ms a row\n",
+		last.Depths, last.T1MS, last.TRatio, last.StallMS)
 	for src, a := range last.Acceptance {
 		fmt.Fprintf(env.Stdout, "acceptance by position, %s: %.2f\n", src, a)
 	}

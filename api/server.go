@@ -407,7 +407,7 @@ func toSpecStats(s *engine.SpecStats) *protocol.SpecStats {
 		return nil
 	}
 	return &protocol.SpecStats{Proposed: s.Proposed, Verified: s.Verified, Accepted: s.Accepted, Declined: s.Declined,
-		Verifies: s.Verifies, PlainSteps: s.PlainSteps, T1MS: s.T1MS, TRatio: s.TRatio, Acceptance: s.Acceptance,
+		Verifies: s.Verifies, PlainSteps: s.PlainSteps, T1MS: s.T1MS, TRatio: s.TRatio, StallMS: s.StallMS, Acceptance: s.Acceptance,
 		Depths: s.Depths, Refills: s.Refills}
 }
 

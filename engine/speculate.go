@@ -64,6 +64,9 @@ type SpecStats struct {
 	// is T(n)/T(1) (0 where n rows were never measured).
 	T1MS   float64   `json:"t1_ms"`
 	TRatio []float64 `json:"t_ratio"`
+	// StallMS is what the gate charges a forward's row for waiting on
+	// expert reads (SSD streaming), included in T1MS and TRatio.
+	StallMS float64 `json:"stall_ms_per_row"`
 	// Acceptance is a_j by draft position, per drafter ("lookup", "mtp", …).
 	Acceptance map[string][]float64 `json:"acceptance"`
 }
@@ -272,11 +275,12 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 	if k > 0 {
 		b.Logits = sp.flags
 	}
+	stall0 := lm.stall()
 	t0 := time.Now()
 	if err := lm.sess.Forward(ctx, b); err != nil {
 		return nil, err
 	}
-	sp.gate.Forward(k+1, time.Since(t0))
+	sp.gate.ForwardStalled(k+1, time.Since(t0), lm.stall()-stall0)
 	if k == 0 {
 		sp.st.PlainSteps++
 		return b.Out[0], nil
@@ -291,6 +295,15 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 	sp.rows = append(sp.rows[:0], b.Out...)
 	sp.src, sp.probs, sp.k, sp.accepted = src, append(sp.probs[:0], sp.draft.Probs[:k]...), k, 0
 	return b.Out[0], nil
+}
+
+// stall is how long the model's forwards have waited for expert reads
+// so far (0 when its experts are not streamed).
+func (lm *loaded) stall() time.Duration {
+	if lm.stream == nil {
+		return 0
+	}
+	return lm.stream.Stats().Stall
 }
 
 // rollback drops the session's positions after kept (rejected drafts).
@@ -333,6 +346,7 @@ func (sp *speculator) snapshot() *SpecStats {
 	sn := sp.gate.Snapshot()
 	st.T1MS = float64(sn.T1) / float64(time.Millisecond)
 	st.TRatio = sn.Ratios
+	st.StallMS = float64(sn.Stall) / float64(time.Millisecond)
 	st.Acceptance = sn.Acceptance
 	return &st
 }

@@ -244,8 +244,8 @@ func BenchmarkSpeculation(b *testing.B) {
 			}
 			report.WriteString("\n")
 			if g != nil {
-				fmt.Fprintf(&report, "%-9s %-10s gate's T(1) %.2f ms (plain runs: %.2f ms per token), T(n)/T(1) for n = 1..: %.2f, acceptance by position: %s\n",
-					mem.name, rg.name, g.T1MS, 1000/median(tps[0]), g.TRatio, acceptance(g.Acceptance))
+				fmt.Fprintf(&report, "%-9s %-10s gate's T(1) %.2f ms (plain runs: %.2f ms per token; stall %.2f ms a row), T(n)/T(1) for n = 1..: %.2f, acceptance by position: %s\n",
+					mem.name, rg.name, g.T1MS, 1000/median(tps[0]), g.StallMS, g.TRatio, acceptance(g.Acceptance))
 			}
 			for _, eng := range engines { // one regime's engines in memory at a time
 				eng.Close()

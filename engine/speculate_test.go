@@ -142,13 +142,19 @@ func TestSpeculativeGreedyIsExact(t *testing.T) {
 				t.Fatalf("%s, %s: tokens differ from plain decoding at %d", mem.name, sc.name, firstDiff(got, want))
 			}
 			s := st.Speculation
-			if s == nil || s.Accepted == 0 || s.Verifies == 0 || s.Accepted > s.Verified || s.Proposed != s.Verified+s.Declined {
+			// The gate may find lookup's drafts not worth their rows where
+			// experts stream (here each row waits for its own experts
+			// about as long as a plain step computes: depth 5's 6-row
+			// verifies cost ~5.9 plain steps): it then probes, seldom,
+			// and with the replay drafter it drafts.
+			declined := sc.spec.Gate && sc.replay == 0 && mem.name == "streaming" && s != nil && s.Declined > 0
+			if s == nil || (s.Accepted == 0 && !declined) || s.Verifies == 0 || s.Accepted > s.Verified || s.Proposed != s.Verified+s.Declined {
 				t.Fatalf("%s, %s: stats %+v", mem.name, sc.name, s)
 			}
 			if sc.replay > 0 && sc.replay < 0.9 && s.Accepted == s.Verified {
 				t.Fatalf("%s, %s: no draft was rejected: %+v", mem.name, sc.name, s)
 			}
-			if s.PlainSteps > 1 && (s.T1MS <= 0 || len(s.TRatio) < 2 || s.TRatio[0] != 1) {
+			if s.PlainSteps > 1 && (s.T1MS <= 0 || len(s.TRatio) < 2 && !declined || s.TRatio[0] != 1) {
 				t.Fatalf("%s, %s: timings %+v", mem.name, sc.name, s)
 			}
 			t.Logf("%s, %s: %d proposed, %d verified, %d accepted, %d verifies, %d plain; T(n)/T(1) %.2f",

@@ -405,6 +405,7 @@ type SpecStats struct {
 	PlainSteps int                  `json:"plain_steps"`       // steps of one token
 	T1MS       float64              `json:"t1_ms"`             // time of a one-token step
 	TRatio     []float64            `json:"t_ratio"`           // [n-1]: time of an n-token step / T(1); 0 unmeasured
+	StallMS    float64              `json:"stall_ms_per_row"`  // of those times, waiting for expert reads per token checked
 	Acceptance map[string][]float64 `json:"acceptance"`        // per drafter, by draft position
 	Depths     []int                `json:"depths,omitempty"`  // [k-1]: verifies that checked k drafts
 	Refills    int                  `json:"refills,omitempty"` // rollbacks done by forwarding the kept tokens again

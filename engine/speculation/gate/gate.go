@@ -27,6 +27,15 @@
 // forwards (0.5 before any, clamped to 0..4). d is the measured drafting time per
 // extra draft token (≈ 0 for prompt lookup; an MTP head's forward). A
 // plain step right after a verify is charged to the verify (Forward).
+//
+// Under SSD streaming a forward's time is its compute plus what it
+// waited for experts to be read (ForwardStalled). The times above are
+// then the compute, and every row is charged the stall per row of the
+// recent forwards where drafts were offered (StallWindow, IOSlopeMin):
+// T(n) = compute(n) + n·stall, since a verify's rows each bring their
+// own experts, accepted or not, and the stall follows the text; or more,
+// where verifies measured stall more (a rejected draft's row brings
+// experts the text does not use).
 package gate
 
 import (
@@ -224,6 +233,42 @@ const (
 	// tokens on, in a fast one (3.4 ms): T(4)/T(1) read 6.4.
 	PairWindow = 8
 	PairRefs   = 3
+	// StallWindow: under SSD streaming a forward's time is its compute
+	// plus the time it waited for experts to be read (ForwardStalled).
+	// The compute of n rows against one is a property of the machine
+	// and is measured as above; the stall follows the text (new text
+	// misses the cache, repeated text hits it) and is paid per row: a
+	// verify's rows bring their own experts, accepted or not. So a row
+	// is charged the stall per row of the last StallWindow forwards where
+	// drafts were offered, the phase in which the gate decides, and
+	// T(n) = compute(n) + n·stall, T(1) = compute(1) + stall (n-row
+	// verifies that stalled more are charged what they stalled: charge).
+	// BenchmarkSpeculation streamed, flat T0.8, 256 tokens a request:
+	// with each forward's whole time paired with the plain steps near
+	// it, those were mostly steps where prompt lookup had nothing (new
+	// text: 24 ms, where the plain engine's steps with drafts took 11.7),
+	// the gate priced T(6)/T(1) at 1.25 where depth 5 paid 4.45, drafted
+	// 5 deep and ran at 0.89–0.91× plain (three runs); with the stall
+	// charged per row, 1.09, 0.92 and 1.09, and its T(1) within 10 % of
+	// the plain runs' time per token at 64 tokens a request (21 ms
+	// before, against 8.3).
+	StallWindow = 8
+	// IOSlopeMin..IOSlopeMax, IOWindow and IOSpread: a stall costs more
+	// than itself: the forward computes while other reads are in flight,
+	// and on a 2-core laptop the readers' work takes from the compute.
+	// BenchmarkSpeculation streamed (lookup, 64 tokens a request, traced):
+	// the plain engine's steps took 8.3 ms where lookup had drafts (1.6
+	// of stall) and 20.0 where it had none (11.0 of stall), so their
+	// time less the stall was 6.7 and 9.0 ms: a plain step's time grew
+	// by 1.22 s per second of stall (least squares over 1,701 steps:
+	// 6.3 ms + 1.22·stall). So the compute of a forward is its time less
+	// slope·stall, the slope fitted over the last 32 plain steps (once 8
+	// were measured and their stalls spread by at least 0.5 ms; before,
+	// 1), and a row is charged slope·stall.
+	IOSlopeMin = 1
+	IOSlopeMax = 2
+	IOWindow   = 32
+	IOSpread   = 0.0005
 	// RhoStart and RhoMax bound the fitted marginal cost of one more row
 	// (in T(1) units). 0.5 is between what a dense CPU forward costs per
 	// extra row (weights are read once: ~0.05–0.2) and what an MoE forward
@@ -374,6 +419,55 @@ type Gate struct {
 	plainLeft int            // plain steps forced after an exploration (RunPlain)
 	exploring bool           // the probe run in progress is an exploration
 	asks      map[string]int // Budget calls per source that found drafting hopeless
+
+	// The recent forwards' expert-read stall (StallWindow): [0] all of
+	// them, [1] those where a drafter offered drafts (Pick was given
+	// some), which price the rows.
+	stalls  [2]stallRing
+	offered bool   // Pick was given drafts since the last forward
+	ones1   ioRing // plain steps' stalls and times (ioSlope)
+	// stallN[n], n ≥ 2: the stall of n-row forwards, seconds (charge).
+	stallN [MaxRows + 1]mean
+}
+
+// ioRing holds the last IOWindow plain steps' stalls and wall times,
+// seconds.
+type ioRing struct {
+	stall, t [IOWindow]float64
+	n        int
+}
+
+func (r *ioRing) add(stall, t float64) {
+	r.stall[r.n%IOWindow], r.t[r.n%IOWindow] = stall, t
+	r.n++
+}
+
+// stallRing holds the rows and stall seconds of the last StallWindow
+// forwards.
+type stallRing struct {
+	rows [StallWindow]int
+	s    [StallWindow]float64
+	n    int
+}
+
+func (r *stallRing) add(rows int, s float64) {
+	r.rows[r.n%StallWindow], r.s[r.n%StallWindow] = rows, s
+	r.n++
+}
+
+// perRow is the stall per row of the forwards held, and whether there
+// are any.
+func (r *stallRing) perRow() (float64, bool) {
+	var rows int
+	var s float64
+	for i := range min(r.n, StallWindow) {
+		rows += r.rows[i]
+		s += r.s[i]
+	}
+	if rows == 0 {
+		return 0, false
+	}
+	return s / float64(rows), true
 }
 
 // New returns a gate with no measurements.
@@ -437,10 +531,34 @@ func (g *Gate) source(s Source) *source {
 // measured side by side (two runs each of lookup, replay 0.9 and flat,
 // 5 rounds of 64 tokens), the gate reached 0.82–1.01 of the best fixed
 // depth with that charge and 0.88–1.01 without.
-func (g *Gate) Forward(n int, d time.Duration) {
+func (g *Gate) Forward(n int, d time.Duration) { g.ForwardStalled(n, d, 0) }
+
+// ForwardStalled is Forward for a forward that spent stall of its wall
+// time d waiting for expert weights to be read (SSD streaming; clamped
+// to 0..d). The stall is priced apart from the compute (see StallWindow):
+// T(n)/T(1) is measured from the compute, d − stall, and every row is
+// charged the stall per row of the recent forwards where the drafters
+// offered drafts.
+func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 	if n < 1 || n > MaxRows || d <= 0 {
 		return
 	}
+	stall = max(0, min(stall, d))
+	g.stalls[0].add(n, stall.Seconds())
+	if g.offered {
+		g.stalls[1].add(n, stall.Seconds())
+	}
+	g.offered = false
+	if n == 1 && g.seen[1] >= Warmup && stall > 0 {
+		g.ones1.add(stall.Seconds(), d.Seconds())
+	}
+	if n > 1 && g.seen[n] >= Warmup {
+		g.stallN[n].add(stall.Seconds(), TimeWindow)
+	}
+	// The compute: d less what the stall cost (IOSlope), at least half
+	// of d less the stall itself.
+	io := time.Duration(g.ioSlope() * float64(stall))
+	d = max(d-io, (d-stall)/2, time.Nanosecond)
 	after, prev := g.after, g.prev
 	g.after, g.prev = n > 1, n
 	g.seq += n // the text moves on by up to n tokens
@@ -686,7 +804,74 @@ func (g *Gate) T(n int) (float64, bool) {
 		return 0, false
 	}
 	fit := g.fit()
-	return price(&fit, n, g.t[1].v, g.Rho()), fit[n] > 0
+	return price(&fit, n, g.t[1].v, g.Rho()) + g.charge(n), fit[n] > 0
+}
+
+// charge is what an n-row forward is charged for expert reads, seconds:
+// n times StallPerRow, or, if more, IOSlope times the measured stall of
+// the forwards of m ≤ n rows (a verify's rows are not all of the text:
+// a rejected draft's row brings experts the text does not use, and they
+// miss the cache).
+func (g *Gate) charge(n int) float64 {
+	c := float64(n) * g.StallPerRow().Seconds()
+	if n < 2 {
+		return c
+	}
+	k := g.ioSlope()
+	for m := 2; m <= n; m++ {
+		if g.stallN[m].count > 0 {
+			c = max(c, k*g.stallN[m].v)
+		}
+	}
+	return c
+}
+
+// ioSlope is what a plain step's time grows by per second of stall:
+// the least-squares slope of the last IOWindow plain steps' times over
+// their stalls, clamped to IOSlopeMin..IOSlopeMax; IOSlopeMin while
+// fewer than IOWindow/4 were measured or their stalls hardly differ.
+func (g *Gate) ioSlope() float64 {
+	r := &g.ones1
+	k := min(r.n, IOWindow)
+	if k < IOWindow/4 {
+		return IOSlopeMin
+	}
+	var mx, my float64
+	for i := range k {
+		mx += r.stall[i]
+		my += r.t[i]
+	}
+	mx, my = mx/float64(k), my/float64(k)
+	var sxx, sxy float64
+	for i := range k {
+		sxx += (r.stall[i] - mx) * (r.stall[i] - mx)
+		sxy += (r.stall[i] - mx) * (r.t[i] - my)
+	}
+	if sxx/float64(k) < IOSpread*IOSpread {
+		return IOSlopeMin
+	}
+	return max(IOSlopeMin, min(IOSlopeMax, sxy/sxx))
+}
+
+// StallPerRow is what a row is charged for expert reads: the stall per
+// row of the last StallWindow forwards where drafts were offered (or of
+// the last forwards of any kind before there were such), times what a
+// plain step's time grows by per second of stall (see IOSlopeMin).
+func (g *Gate) StallPerRow() time.Duration {
+	x, ok := g.stalls[1].perRow()
+	if !ok {
+		x, _ = g.stalls[0].perRow()
+	}
+	return time.Duration(g.ioSlope() * x * float64(time.Second))
+}
+
+// unit is T(1) with its stall, in seconds: the plain step every cost is
+// counted in (0 while T(1) is unmeasured).
+func (g *Gate) unit() float64 {
+	if g.t[1].count == 0 || g.t[1].v <= 0 {
+		return 0
+	}
+	return g.t[1].v + g.StallPerRow().Seconds()
 }
 
 // price is T(n) from fitted times fit (fit[1] = T(1); 0: not measured):
@@ -828,7 +1013,7 @@ func (g *Gate) Ratio(n int) float64 {
 		return 1 + float64(n-1)*RhoStart
 	}
 	t, _ := g.T(n)
-	return t / g.t[1].v
+	return t / g.unit()
 }
 
 // ring holds the last TimeWindow samples of one T(n).
@@ -864,8 +1049,8 @@ func (r *ring) quartiles() (q1, m, q3 float64) {
 // Cost is cost(k) = (T(k+1) + (k−1)·d)/T(1) for src.
 func (g *Gate) Cost(src Source, k int) float64 {
 	c := g.Ratio(k + 1)
-	if m := g.draft[src.Name]; m != nil && k > 1 && g.t[1].count > 0 && g.t[1].v > 0 {
-		c += float64(k-1) * m.v / g.t[1].v
+	if m := g.draft[src.Name]; m != nil && k > 1 && g.unit() > 0 {
+		c += float64(k-1) * m.v / g.unit()
 	}
 	return c
 }
@@ -909,8 +1094,8 @@ func (g *Gate) Budget(src Source, room int) int {
 		prod, prodA = prod*c, prodA*ca
 		e, eA = e+prod, eA+prodA
 		cost := g.Ratio(k + 1)
-		if m := g.draft[src.Name]; m != nil && g.t[1].count > 0 && g.t[1].v > 0 {
-			cost += float64(k) * m.v / g.t[1].v
+		if m := g.draft[src.Name]; m != nil && g.unit() > 0 {
+			cost += float64(k) * m.v / g.unit()
 		}
 		if e/cost > 1 {
 			best = k
@@ -985,8 +1170,8 @@ func (g *Gate) explore(src Source, a []float64) int {
 			continue
 		}
 		c := bound
-		if m := g.draft[src.Name]; m != nil && k > 1 && g.t[1].v > 0 {
-			c += float64(k-1) * m.v / g.t[1].v
+		if m := g.draft[src.Name]; m != nil && k > 1 && g.unit() > 0 {
+			c += float64(k-1) * m.v / g.unit()
 		}
 		if v := e / c; v > bar {
 			kx, bar = k, v
@@ -1008,6 +1193,7 @@ type Plan struct {
 // the drafter's probabilities probs (len = the drafts available; NaN or
 // absent entries: unknown). It advances the probe schedule.
 func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
+	g.offered = g.offered || available > 0
 	s := g.source(src)
 	n := min(available, g.cfg.MaxDraft)
 	if n <= 0 {
@@ -1116,19 +1302,21 @@ func (g *Gate) value(src Source, a []float64, k int) float64 {
 
 // Snapshot is what the gate has measured, for telemetry.
 type Snapshot struct {
-	T1         time.Duration        `json:"t1_ns"`       // T(1); 0 unmeasured
-	Ratios     []float64            `json:"t_ratio"`     // T(n)/T(1) for n = 1..; 0 where n was not measured
+	T1         time.Duration        `json:"t1_ns"`       // T(1), its stall included; 0 unmeasured
+	Ratios     []float64            `json:"t_ratio"`     // T(n)/T(1), stall included, for n = 1..; 0 where n was not measured
 	Samples    []int                `json:"t_samples"`   // forwards measured per n
-	Rho        float64              `json:"rho"`         // fitted marginal row cost
+	Rho        float64              `json:"rho"`         // fitted marginal row compute, in T(1)'s compute
+	Stall      time.Duration        `json:"stall_ns"`    // stall per row (StallPerRow)
 	Acceptance map[string][]float64 `json:"acceptance"`  // by source, a_j by position (measured or prior)
 	Calibrated map[string][]float64 `json:"calibration"` // by source, c_j by position
 }
 
 // Snapshot reports the measurements.
 func (g *Gate) Snapshot() Snapshot {
-	sn := Snapshot{Rho: g.Rho(), Acceptance: map[string][]float64{}, Calibrated: map[string][]float64{}}
-	if g.t[1].count > 0 {
-		sn.T1 = time.Duration(g.t[1].v * float64(time.Second))
+	sn := Snapshot{Rho: g.Rho(), Stall: g.StallPerRow(), Acceptance: map[string][]float64{}, Calibrated: map[string][]float64{}}
+	u := g.unit()
+	if u > 0 {
+		sn.T1 = time.Duration(u * float64(time.Second))
 	}
 	last := 0
 	for n := 1; n <= MaxRows; n++ {
@@ -1140,8 +1328,8 @@ func (g *Gate) Snapshot() Snapshot {
 		r := 0.0
 		if n == 1 && g.t[1].count > 0 {
 			r = 1
-		} else if n > 1 {
-			r, _ = g.ratio(n)
+		} else if rc, _ := g.ratio(n); n > 1 && rc > 0 && u > 0 {
+			r = (rc*g.t[1].v + g.charge(n)) / u
 		}
 		sn.Ratios = append(sn.Ratios, r)
 		sn.Samples = append(sn.Samples, g.Samples(n))

@@ -834,3 +834,96 @@ func TestExplorationMeasured(t *testing.T) {
 		t.Fatalf("%d samples of T(9), want 1", n)
 	}
 }
+
+// TestStallChargedPerRow: under SSD streaming a forward's time is its
+// compute plus its wait for expert reads, and the wait follows the text:
+// where a drafter has nothing (new text) plain steps miss the cache (4 ms
+// of compute, 20 of stall), where it drafts (repeated text) they hit it
+// more (4 + 6). A verify's rows each bring their own experts: 6 rows take
+// 12 ms of compute and 6·6 of stall, 4.8 plain steps of the phase it is
+// drafted in. Paired with the plain steps around it, of both phases, its
+// time reads cheaper than that, and a draft accepted 0.8 of the time
+// looks worth 5 deep (E(5) = 3.69); with its stall charged per row it is
+// not.
+func TestStallChargedPerRow(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	run := func(stalled bool) *Gate {
+		g := New(Config{MaxDraft: 5})
+		fwd := func(n int, compute, stall float64) {
+			if stalled {
+				g.ForwardStalled(n, ms(compute+stall), ms(stall))
+			} else {
+				g.Forward(n, ms(compute+stall))
+			}
+		}
+		for range 4 {
+			for range 6 { // new text: no drafts
+				fwd(1, 4, 20)
+			}
+			for range 4 { // repeated text, decoded plainly
+				g.Pick(src, 5, nil)
+				fwd(1, 4, 6)
+			}
+			for range 3 {
+				g.Pick(src, 5, nil)
+				fwd(6, 12, 36)
+			}
+			for range 2 { // the first charged to the last verify
+				g.Pick(src, 5, nil)
+				fwd(1, 4, 6)
+			}
+		}
+		return g
+	}
+	g := run(true)
+	if r := g.Ratio(6); math.Abs(r-4.8) > 0.1 {
+		t.Fatalf("with stalls: T(6)/T(1) %.3f, want 4.8 (stall %v a row)", r, g.StallPerRow())
+	}
+	if s := g.StallPerRow(); s != 6*time.Millisecond {
+		t.Fatalf("stall per row %v, want 6ms", s)
+	}
+	a := []float64{0.8, 0.8, 0.8, 0.8, 0.8}
+	if v := g.value(src, a, 5); v >= 1 {
+		t.Fatalf("with stalls: value(5) %.3f, want < 1", v)
+	}
+	blind := run(false)
+	if r := blind.Ratio(6); r > 3.69 {
+		t.Fatalf("without stalls: T(6)/T(1) %.3f; the test no longer shows what stalls change", r)
+	}
+	t.Logf("T(6)/T(1): %.2f with stalls, %.2f without", g.Ratio(6), blind.Ratio(6))
+	if v := blind.value(src, a, 5); v <= 1 {
+		t.Fatalf("without stalls: value(5) %.3f; the test no longer shows what stalls change", v)
+	}
+}
+
+// TestStallSlope: where a plain step's time grows by more than its stall
+// (5 ms + 1.25·stall: the readers take from the compute), the compute is
+// what is left at no stall, and a row is charged 1.25 times the stall
+// per row of the forwards where drafts were offered.
+func TestStallSlope(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	g := New(Config{MaxDraft: 3})
+	for i := range 64 {
+		stall := 2.0
+		if i%2 == 1 {
+			stall = 10
+		}
+		g.Pick(src, 3, nil)
+		g.ForwardStalled(1, ms(5+1.25*stall), ms(stall))
+	}
+	if got, want := g.StallPerRow(), ms(1.25*6); got < want-ms(0.01) || got > want+ms(0.01) {
+		t.Fatalf("charge per row %v, want %v", got, want)
+	}
+	t1, _ := g.T(1)
+	if compute := t1*1e3 - 1.25*6; math.Abs(compute-5) > 0.1 {
+		t.Fatalf("T(1) %.2f ms: compute %.2f ms, want 5", t1*1e3, compute)
+	}
+	// Stalls that hardly differ say nothing of the slope: 1.
+	flat := New(Config{MaxDraft: 3})
+	for range 64 {
+		flat.ForwardStalled(1, ms(9), ms(3))
+	}
+	if got := flat.StallPerRow(); got < ms(2.99) || got > ms(3.01) {
+		t.Fatalf("charge per row %v with equal stalls, want 3ms", got)
+	}
+}
