@@ -927,3 +927,39 @@ func TestStallSlope(t *testing.T) {
 		t.Fatalf("charge per row %v with equal stalls, want 3ms", got)
 	}
 }
+
+// TestVerifyOwnStallCharged: a rejected draft's row brings experts the
+// text does not use, and they miss the cache, so a verify can stall more
+// than its rows times the recent stall per row: it is then charged what
+// its forwards of as many rows or fewer stalled.
+func TestVerifyOwnStallCharged(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	g := New(Config{MaxDraft: 3})
+	for range 8 {
+		for range 6 { // plain steps: 4 ms compute, 5 of stall
+			g.Pick(src, 2, nil)
+			g.ForwardStalled(1, ms(9), ms(5))
+		}
+		for range 2 { // 2-row verifies whose second row missed: 30 ms of stall
+			g.Pick(src, 2, nil)
+			g.ForwardStalled(2, ms(36), ms(30))
+		}
+	}
+	for range StallWindow {
+		g.Pick(src, 2, nil)
+		g.ForwardStalled(1, ms(9), ms(5))
+	}
+	// The recent stall per row is the plain steps' 5 ms; the verifies'
+	// own 30 ms is more than 2 rows of it.
+	if got := g.StallPerRow(); got != ms(5) {
+		t.Fatalf("stall per row %v, want 5ms", got)
+	}
+	t2, _ := g.T(2)
+	t3, _ := g.T(3)
+	if math.Abs(t2*1e3-36) > 1 {
+		t.Fatalf("T(2) %.2f ms, want 36 (6 of compute, 30 of stall)", t2*1e3)
+	}
+	if t3 < t2 {
+		t.Fatalf("T(3) %.2f ms below T(2) %.2f", t3*1e3, t2*1e3)
+	}
+}
