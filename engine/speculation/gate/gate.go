@@ -249,7 +249,8 @@ const (
 	// text: 24 ms, where the plain engine's steps with drafts took 11.7),
 	// the gate priced T(6)/T(1) at 1.25 where depth 5 paid 4.45, drafted
 	// 5 deep and ran at 0.89–0.91× plain (three runs); with the stall
-	// charged per row, 1.09, 0.92 and 1.09, and its T(1) within 10 % of
+	// charged per row, 1.09 and 0.92, and with charge 1.09 (replay 0.6:
+	// 0.99, where without charge 0.90 and 0.92), its T(1) within 10 % of
 	// the plain runs' time per token at 64 tokens a request (21 ms
 	// before, against 8.3).
 	StallWindow = 8
@@ -536,9 +537,9 @@ func (g *Gate) Forward(n int, d time.Duration) { g.ForwardStalled(n, d, 0) }
 // ForwardStalled is Forward for a forward that spent stall of its wall
 // time d waiting for expert weights to be read (SSD streaming; clamped
 // to 0..d). The stall is priced apart from the compute (see StallWindow):
-// T(n)/T(1) is measured from the compute, d − stall, and every row is
-// charged the stall per row of the recent forwards where the drafters
-// offered drafts.
+// T(n)/T(1) is measured from the compute, d less what the stall cost
+// (IOSlopeMin), and every row is charged the stall per row of the recent
+// forwards where the drafters offered drafts (charge).
 func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 	if n < 1 || n > MaxRows || d <= 0 {
 		return
@@ -555,7 +556,7 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 	if n > 1 && g.seen[n] >= Warmup {
 		g.stallN[n].add(stall.Seconds(), TimeWindow)
 	}
-	// The compute: d less what the stall cost (IOSlope), at least half
+	// The compute: d less what the stall cost (ioSlope), at least half
 	// of d less the stall itself.
 	io := time.Duration(g.ioSlope() * float64(stall))
 	d = max(d-io, (d-stall)/2, time.Nanosecond)
@@ -808,7 +809,7 @@ func (g *Gate) T(n int) (float64, bool) {
 }
 
 // charge is what an n-row forward is charged for expert reads, seconds:
-// n times StallPerRow, or, if more, IOSlope times the measured stall of
+// n times StallPerRow, or, if more, ioSlope times the measured stall of
 // the forwards of m ≤ n rows (a verify's rows are not all of the text:
 // a rejected draft's row brings experts the text does not use, and they
 // miss the cache).
