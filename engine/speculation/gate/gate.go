@@ -250,9 +250,9 @@ const (
 	// the gate priced T(6)/T(1) at 1.25 where depth 5 paid 4.45, drafted
 	// 5 deep and ran at 0.89–0.91× plain (three runs); with the stall
 	// charged per row, 1.09 and 0.92, and with charge 1.09 (replay 0.6:
-	// 0.99, where without charge 0.90 and 0.92), its T(1) within 10 % of
-	// the plain runs' time per token at 64 tokens a request (21 ms
-	// before, against 8.3).
+	// 0.99, where without charge 0.90 and 0.92), its T(1) within 20 % of
+	// the plain runs' time per token at 64 tokens a request (21–25 ms
+	// before, against 8.3–11.4).
 	StallWindow = 8
 	// IOSlopeMin..IOSlopeMax, IOWindow and IOSpread: a stall costs more
 	// than itself: the forward computes while other reads are in flight,
