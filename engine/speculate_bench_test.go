@@ -78,7 +78,7 @@ func BenchmarkSpeculation(b *testing.B) {
 			// does, instead of running from the CPU's caches (the "tiny"
 			// shape, where a verify row costs as much as a step: T(2)/T(1)
 			// ≈ 2–3.6). STRATA_BENCH_LAYERS sets the layers. With 4 (the
-			// figures before 6 December, evening: dense and expert bytes in
+			// figures until 6 December 2026, 17:45: dense and expert bytes in
 			// the 48-layer model's proportions, ~150 MB a token) the
 			// repeated text's experts stayed in the 260 MiB L3 of the
 			// Xeon host: plain steps took 5.5 ms, and after a run of
@@ -196,7 +196,7 @@ func BenchmarkSpeculation(b *testing.B) {
 				}
 				engines[i] = eng
 			}
-			runOn := func(b *testing.B, i int, r engine.Request) ([]int32, engine.Stats) {
+			runConfig := func(i int, r engine.Request) ([]int32, engine.Stats) { // configs[i]'s run
 				engines[i].SetOptions(opts[i])
 				return runOn(b, engines[i], r)
 			}
@@ -206,7 +206,7 @@ func BenchmarkSpeculation(b *testing.B) {
 				return engine.Request{Tokens: prompt, Sampling: s}
 			}
 			for i := range engines { // warm-up: buffers, the gate's first measurements
-				runOn(b, i, req(0))
+				runConfig(i, req(0))
 			}
 			tps := make([][]float64, len(configs))
 			last := make([]engine.Stats, len(configs))
@@ -216,13 +216,13 @@ func BenchmarkSpeculation(b *testing.B) {
 					d.Seed = uint64(r + 1)
 				}
 				var want []int32
-				ids0, st0 := runOn(b, 0, req(r+1)) // the reference first, then the rest (roundOrder)
+				ids0, st0 := runConfig(0, req(r+1)) // the reference first, then the rest (roundOrder)
 				want = ids0
 				tps[0] = append(tps[0], st0.TokensPerSecond)
 				last[0] = st0
 				for _, i := range roundOrder(len(configs)-1, r) {
 					i++ // configs[0], plain, brackets the round
-					ids, st := runOn(b, i, req(r+1))
+					ids, st := runConfig(i, req(r+1))
 					if rg.samp.Temperature == 0 {
 						if !slices.Equal(ids, want) {
 							b.Fatalf("%s %s %s: greedy tokens differ from plain decoding", mem.name, rg.name, configs[i].name)
@@ -233,7 +233,7 @@ func BenchmarkSpeculation(b *testing.B) {
 				}
 				// Plain again at the round's end: the round's reference is
 				// the mean of its two plain runs, which bracket the others.
-				_, st1 := runOn(b, 0, req(r+1))
+				_, st1 := runConfig(0, req(r+1))
 				plainRef = append(plainRef, (st0.TokensPerSecond+st1.TokensPerSecond)/2)
 			}
 			if os.Getenv("STRATA_BENCH_VERBOSE") != "" {
