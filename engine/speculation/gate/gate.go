@@ -119,6 +119,17 @@ const (
 	// ProbeLoss of the decode time (see probeEvery), at most every
 	// ProbeEveryHopeless picks.
 	//
+	// A young row count (fewer than ProbeSamples samples) is probed every
+	// ProbeEveryYoung picks only where the probe can become a sample:
+	// where the gate steps plainly (the plain steps around it pair it,
+	// PairWindow); where it drafts on, right before the forced plain steps
+	// (ForcePlainAfter), which then pair it, and otherwise as a grown one.
+	// Probed every 4th pick while the gate drafted on, the probes were
+	// never samples, the row count stayed young, and half the verifies
+	// were probes: BenchmarkSpeculation in memory, replay 0.9, traced
+	// (12 rounds): depths 5 and 6 alternating with probe runs of 6 and 7,
+	// 0.98 of depth 5's speed.
+	//
 	// A row count with fewer than ProbeSamples samples is young: its
 	// measured T(n) enters the fit shrunk towards the price the others
 	// give it (interpolated between the measured ones, or continued with
@@ -185,7 +196,10 @@ const (
 	// ForcePlainAfter: after 64 drafted steps without a T(1) sample,
 	// plain steps are forced until one is measured (two: the first, right
 	// after a verify, is charged to it) so that T(1), the unit of every
-	// cost, stays measured.
+	// cost, stays measured, and the verifies just before them are
+	// samples (PairWindow). Not while the forwards after a prompt settle
+	// (Settle): they are no samples, and drafted steps among them do not
+	// count.
 	ForcePlainAfter = 64
 	// ForcePlainYoung: while T(1) has fewer than TimeWindow samples, the
 	// plain steps are forced after 16 drafted steps. A T(1) measured on a
@@ -1215,7 +1229,14 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	if g.cfg.Fixed {
 		return Plan{K: n, Value: g.value(src, a, n), A: a}
 	}
-	if g.plainLeft > 0 || g.drafted >= ForcePlainAfter || (g.drafted >= ForcePlainYoung && g.t[1].count < TimeWindow) {
+	// Forced plain steps wait for a probe run in progress to end (the
+	// young probe run just before them is theirs to pair: see Pick's
+	// probe below) and for the forwards after a prompt that are no
+	// samples (Settle): a plain step among those measures nothing, and
+	// was forced again until one did (BenchmarkSpeculation in memory,
+	// replay 0.9: five plain steps at a request's start).
+	if g.plainLeft > 0 || (g.runLeft == 0 && g.settle == 0 && g.drafted >= g.forceAt()) {
+		g.runLeft = 0
 		return Plan{Value: 1, A: a, Plain: true}
 	}
 	g.since++
@@ -1246,9 +1267,14 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	case deeper <= n:
 		g.runLeft = 0
 		v := g.value(src, a, deeper)
-		every, hopeless := ProbeEveryYoung, false
-		if g.Samples(deeper+1) >= ProbeSamples {
-			every, hopeless = g.probeEvery(src, best, bestV, deeper, v), v < ProbeHopeless
+		every, hopeless := g.probeEvery(src, best, bestV, deeper, v), v < ProbeHopeless
+		if g.Samples(deeper+1) < ProbeSamples { // young: see ProbeEveryYoung
+			switch {
+			case best == 0: // plain steps around it pair it
+				every, hopeless = ProbeEveryYoung, false
+			case g.settle == 0 && g.drafted+ProbeRun >= g.forceAt(): // the forced plain steps next pair it
+				every, hopeless = 0, false
+			}
 		}
 		if g.since >= every {
 			g.since = 0
@@ -1260,10 +1286,19 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	default:
 		g.runLeft = 0
 	}
-	if plan.K > 0 {
+	if plan.K > 0 && g.settle == 0 { // (a settling forward measures nothing either way)
 		g.drafted++
 	}
 	return plan
+}
+
+// forceAt is how many drafted steps without a T(1) sample force plain
+// steps (ForcePlainAfter, ForcePlainYoung).
+func (g *Gate) forceAt() int {
+	if g.t[1].count < TimeWindow {
+		return ForcePlainYoung
+	}
+	return ForcePlainAfter
 }
 
 // probeEvery is how many picks apart probes of depth deeper (value v)

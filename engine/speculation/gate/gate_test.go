@@ -963,3 +963,73 @@ func TestVerifyOwnStallCharged(t *testing.T) {
 		t.Fatalf("T(3) %.2f ms below T(2) %.2f", t3*1e3, t2*1e3)
 	}
 }
+
+// TestYoungProbePairedByForcedSteps: while the gate drafts on, a young
+// row count is probed right before the forced plain steps, which pair
+// it, not every ProbeEveryYoung picks, where no plain step is near
+// enough for the probe to be a sample.
+func TestYoungProbePairedByForcedSteps(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	cost := []float64{0, 10, 12, 14, 16}
+	g := measured(Config{MaxDraft: 3}, cost[1:4]...) // T(4) unmeasured: young
+	// E(2)/cost(2) 2.71/1.4 = 1.94 against E(3)/cost(3) 2.79/1.6 = 1.74
+	// (T(4) priced with ρ 0.2): depth 2 is best, depth 3 its probe.
+	probs := []float64{0.9, 0.9, 0.1}
+	var ks []int
+	for range 3*ForcePlainAfter + 20 {
+		p := g.Pick(src, 3, probs)
+		ks = append(ks, p.K)
+		g.Forward(p.K+1, ms(cost[p.K+1]))
+	}
+	forced, probes, paired := 0, 0, 0
+	for i, k := range ks {
+		switch {
+		case k == 0 && (i == 0 || ks[i-1] != 0):
+			forced++
+			if i >= ProbeRun && ks[i-1] == 3 && ks[i-2] == 3 {
+				paired++
+			}
+		case k == 3:
+			probes++
+		}
+	}
+	if forced < 3 || paired != forced {
+		t.Fatalf("%d forced plain steps, %d right after a probe run of depth 3: %v", forced, paired, ks)
+	}
+	if n := g.Samples(4); n < ProbeSamples {
+		t.Fatalf("%d samples of T(4) after %d forced plain steps, want %d", n, forced, ProbeSamples)
+	}
+	// Every 4th pick would be ~100 probe picks; the spacing of grown
+	// row counts (here 23 picks) and the runs before the forced steps
+	// give ~20.
+	if probes > 2*ProbeRun*len(ks)/ProbeEvery {
+		t.Fatalf("%d probe picks of %d: %v", probes, len(ks), ks)
+	}
+}
+
+// TestForcedPlainAfterSettle: plain steps due while the forwards after a
+// prompt settle (no samples) wait for them.
+func TestForcedPlainAfterSettle(t *testing.T) {
+	g := measured(Config{MaxDraft: 2}, 10, 10.5, 11)
+	probs := []float64{0.9, 0.9}
+	for range ForcePlainAfter - 1 {
+		p := g.Pick(src, 2, probs)
+		g.Forward(p.K+1, 11*time.Millisecond)
+	}
+	g.Unseen()
+	for i := range Settle {
+		p := g.Pick(src, 2, probs)
+		if p.K == 0 {
+			t.Fatalf("settling forward %d: plain %+v", i, p)
+		}
+		g.Forward(p.K+1, 11*time.Millisecond)
+	}
+	p := g.Pick(src, 2, probs)
+	g.Forward(p.K+1, 11*time.Millisecond)
+	if p.K == 0 {
+		t.Fatalf("the 64th drafted step is plain: %+v", p)
+	}
+	if p := g.Pick(src, 2, probs); p.K != 0 || !p.Plain {
+		t.Fatalf("after %d drafted steps and the settling: %+v, want a forced plain step", ForcePlainAfter, p)
+	}
+}
