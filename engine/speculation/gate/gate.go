@@ -1236,7 +1236,6 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	// was forced again until one did (BenchmarkSpeculation in memory,
 	// replay 0.9: five plain steps at a request's start).
 	if g.plainLeft > 0 || (g.runLeft == 0 && g.settle == 0 && g.drafted >= g.forceAt()) {
-		g.runLeft = 0
 		return Plan{Value: 1, A: a, Plain: true}
 	}
 	g.since++
