@@ -244,13 +244,14 @@ func BenchmarkSpeculation(b *testing.B) {
 					}
 					report.WriteString("\n")
 				}
-				// Per configuration, its last round: what each token waited
-				// for expert reads (streamed), and what its gate measured.
+				// Per configuration, its last round: the expert-read stall
+				// and bytes per generated token (streamed; the prompt's reads
+				// included), and what its gate measured.
 				for i, c := range configs {
 					st := last[i]
 					fmt.Fprintf(&report, "%s %s %s last round:", mem.name, rg.name, c.name)
 					if e := st.Experts; e != nil && st.GeneratedTokens > 0 {
-						fmt.Fprintf(&report, " stall %.2f ms a token, %.1f MB read a token, hit rate %.2f;",
+						fmt.Fprintf(&report, " stall %.2f ms a token, %.1f MB read a token (prompt included), hit rate %.2f;",
 							1000*e.StallSeconds/float64(st.GeneratedTokens), float64(e.BytesRead)/1e6/float64(st.GeneratedTokens), e.HitRate)
 					}
 					if g := st.Speculation; g != nil {
