@@ -567,9 +567,6 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 	if n == 1 && g.seen[1] >= Warmup && stall > 0 {
 		g.ones1.add(stall.Seconds(), d.Seconds())
 	}
-	if n > 1 && g.seen[n] >= Warmup {
-		g.stallN[n].add(stall.Seconds(), TimeWindow)
-	}
 	// The compute: d less what the stall cost (ioSlope), at least half
 	// of d less the stall itself.
 	io := time.Duration(g.ioSlope() * float64(stall))
@@ -595,6 +592,11 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		return
 	}
 	if n > 1 {
+		// Its stall is a sample for charge where its time is one for
+		// T(n): not while the forwards after a prompt settle, nor at a
+		// change of depth (they read what the text before them did not
+		// bring).
+		g.stallN[n].add(stall.Seconds(), TimeWindow)
 		// Held until the next forward: a plain step right after a verify
 		// pays or saves for the verify's experts.
 		g.flush()
@@ -827,6 +829,20 @@ func (g *Gate) T(n int) (float64, bool) {
 // the forwards of m ≤ n rows (a verify's rows are not all of the text:
 // a rejected draft's row brings experts the text does not use, and they
 // miss the cache).
+//
+// The stall of n-row forwards is averaged over the verifies that are
+// samples of T(n) (ForwardStalled): not a request's settling forwards,
+// where the new text misses the cache at any depth, nor the first verify
+// after a change of depth. Averaged over every verify,
+// BenchmarkSpeculation streamed (replay 0.9, 64 tokens a request) read
+// T(4)/T(1) at 3.01 and the gate drafted 2 deep in 19 of the last
+// round's 22 verifies (1.35× plain, depth 5 1.51×); with these samples
+// only, in the same hour, 2.22 and 3 deep in 14 of 17 (1.36×, depth 5
+// 1.47×). Rows deeper than the gate drafts are still priced from its
+// probes, whose verifies follow shallower ones: 43 and 55 ms of stall
+// for 5 and 6 rows where continuous depth 5's 6-row verifies stalled
+// ~26 (4.3 ms a row), so under streaming the gate drafts shallower than
+// the best fixed depth.
 func (g *Gate) charge(n int) float64 {
 	c := float64(n) * g.StallPerRow().Seconds()
 	if n < 2 {

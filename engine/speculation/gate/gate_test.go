@@ -1033,3 +1033,50 @@ func TestForcedPlainAfterSettle(t *testing.T) {
 		t.Fatalf("after %d drafted steps and the settling: %+v, want a forced plain step", ForcePlainAfter, p)
 	}
 }
+
+// TestStallChargeSamples: a verify's own stall is charged (charge) from
+// the verifies that are samples of T(n) only: not the forwards settling
+// after a prompt (a new request's text misses the cache whatever the
+// depth) nor the first verify after a change of depth (it reads what the
+// shallower verifies before it did not bring). Two gates see the same
+// forwards but for those: the same T(n).
+func TestStallChargeSamples(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	run := func(cold, change float64) *Gate {
+		g := New(Config{MaxDraft: 8})
+		fwd := func(n int, compute, stall float64) {
+			g.Pick(src, 8, nil)
+			g.ForwardStalled(n, ms(compute+stall), ms(stall))
+		}
+		for range 4 {
+			g.Unseen()
+			for range Settle {
+				fwd(4, 8, cold)
+			}
+			for range 12 {
+				fwd(4, 8, 20)
+			}
+			fwd(6, 10, change) // a probe run's first verify
+			fwd(6, 10, 30)
+			fwd(1, 4, 5)
+			fwd(1, 4, 5)
+		}
+		for range 8 {
+			fwd(4, 8, 20)
+		}
+		fwd(1, 4, 5)
+		fwd(1, 4, 5)
+		return g
+	}
+	warm, cold := run(20, 30), run(200, 120)
+	for _, n := range []int{4, 6} {
+		w, _ := warm.T(n)
+		c, _ := cold.T(n)
+		if math.Abs(c-w) > 1e-6 {
+			t.Errorf("T(%d): %.2f ms with cold settling forwards and dear first probes, %.2f ms without", n, c*1e3, w*1e3)
+		}
+	}
+	if w, _ := warm.T(6); w < ms(30).Seconds() {
+		t.Errorf("T(6) %.2f ms: below its 30 ms of stall", w*1e3)
+	}
+}
