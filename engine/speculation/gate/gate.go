@@ -35,7 +35,10 @@
 // T(n) = compute(n) + n·stall, since a verify's rows each bring their
 // own experts, accepted or not, and the stall follows the text; or more,
 // where verifies measured stall more (a rejected draft's row brings
-// experts the text does not use).
+// experts the text does not use). A request's first forwards read the
+// new text's experts whatever their rows: where the gate drafts, they
+// are priced with what they took over T(n) before, shared by the rows
+// (SettleSamples), and drafted deeper.
 package gate
 
 import (
@@ -224,6 +227,24 @@ const (
 	// 0.91, 0.90 and 0.94× plain; with Settle, 0.97–1.00 (control
 	// 0.97–1.03).
 	Settle = 4
+	// SettleSamples: under streaming, a request's first forwards read the
+	// new text's experts whatever their rows, so a deeper verify adds
+	// little to them. Where the gate drafts (its best depth kept up is
+	// not plain) they are priced T(n) + X in plain steps of T(1) + X, X
+	// the time the same forward of earlier requests (the first after the
+	// prompt, the second …) took over T(n) of its rows, a running mean,
+	// then an EMA over TimeWindow, once SettleSamples were measured; no
+	// probe runs among them. BenchmarkSpeculation streamed, replay 0.9,
+	// 64 tokens a request, traced (8 requests each, 7 December): depth
+	// 5's first three verifies took 232, 115 and 85 ms (6 rows, 78 kept
+	// up), the gate's at depth 2, where it drafted between requests, 168,
+	// 102 and 85 (3 rows, 45 kept up): 432 ms for ~14 tokens against 355
+	// for ~8, a quarter of a request's time; the gate ran at 1.35× plain,
+	// depth 5 at 1.52×. Not from plain to drafting: at replay 0.6, where
+	// the gate decodes plainly, first forwards priced so drafted 1–4 deep
+	// and the gate ran at 0.92× plain (its control 1.02×): a rejected
+	// row's experts, read for nothing, displace the text's.
+	SettleSamples = 2
 	// PairWindow and PairRefs: T(n)/T(1) is measured from forwards close
 	// in the text: an n-row forward is a sample of it against the mean of
 	// the 3 plain steps (T(1) samples) nearest to it, before or after, of
@@ -418,6 +439,7 @@ type Gate struct {
 	pend     []pending // multi-row samples waiting for their T(1) reference
 	after    bool      // the last forward had several rows
 	prev     int       // the last forward's rows
+	streamed bool      // a forward stalled for expert reads (SSD streaming)
 	sources  map[string]*source
 	t        [MaxRows + 1]mean // T(1) in t[1], seconds; for n ≥ 2, n-row seconds (num) …
 	ref      [MaxRows + 1]mean // … and their T(1) references (den): T(n)/T(1) = t[n].v/ref[n].v
@@ -443,6 +465,9 @@ type Gate struct {
 	ones1   ioRing // plain steps' stalls and times (ioSlope)
 	// stallN[n], n ≥ 2: the stall of n-row forwards, seconds (charge).
 	stallN [MaxRows + 1]mean
+	// settleX[i]: under streaming, the i-th forward after a prompt's
+	// time over T(n) of its n rows, seconds (SettleSamples).
+	settleX [Settle]mean
 }
 
 // ioRing holds the last IOWindow plain steps' stalls and wall times,
@@ -570,9 +595,11 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 	// The compute: d less what the stall cost (ioSlope), at least half
 	// of d less the stall itself.
 	io := time.Duration(g.ioSlope() * float64(stall))
+	wall := d
 	d = max(d-io, (d-stall)/2, time.Nanosecond)
 	after, prev := g.after, g.prev
 	g.after, g.prev = n > 1, n
+	g.streamed = g.streamed || stall > 0
 	g.seq += n // the text moves on by up to n tokens
 	if n == 1 && g.plainLeft > 0 {
 		g.plainLeft--
@@ -583,6 +610,9 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		return
 	}
 	if g.settle > 0 {
+		if t, _ := g.T(n); g.streamed && t > 0 {
+			g.settleX[Settle-g.settle].add(wall.Seconds()-t, TimeWindow)
+		}
 		g.settle--
 		return
 	}
@@ -1079,11 +1109,37 @@ func (r *ring) quartiles() (q1, m, q3 float64) {
 
 // Cost is cost(k) = (T(k+1) + (k−1)·d)/T(1) for src.
 func (g *Gate) Cost(src Source, k int) float64 {
-	c := g.Ratio(k + 1)
-	if m := g.draft[src.Name]; m != nil && k > 1 && g.unit() > 0 {
-		c += float64(k-1) * m.v / g.unit()
+	return g.cost(src, k+1, k-1, 0)
+}
+
+// cost is the time of a forward of rows rows after drafting drafts
+// tokens of src, in plain steps, that forward and a plain step both
+// taking x seconds more (one of a request's first forwards:
+// (T(rows) + X + drafts·d)/(T(1) + X), see SettleSamples).
+func (g *Gate) cost(src Source, rows, drafts int, x float64) float64 {
+	u := g.unit()
+	if u <= 0 {
+		return g.Ratio(rows)
 	}
-	return c
+	c := g.Ratio(rows)*u + x
+	if m := g.draft[src.Name]; m != nil && drafts > 0 {
+		c += float64(drafts) * m.v
+	}
+	return c / (u + x)
+}
+
+// excess is X of the forward at hand, seconds: what it will take over
+// T(n) as one of a request's first forwards under streaming
+// (SettleSamples), 0 for the others.
+func (g *Gate) excess() float64 {
+	if g.settle <= 0 || !g.streamed {
+		return 0
+	}
+	m := &g.settleX[Settle-g.settle]
+	if m.count < SettleSamples {
+		return 0
+	}
+	return max(0, m.v)
 }
 
 // Budget is how many tokens to ask src to draft at most (room: what the
@@ -1106,6 +1162,8 @@ func (g *Gate) Budget(src Source, room int) int {
 	s := g.source(src)
 	best, e, prod := 0, 1.0, 1.0
 	bestA, eA, prodA := 0, 1.0, 1.0 // the same with the measured acceptance
+	// … and both while a request's first forwards settle (Pick)
+	bestS, bestAS, x := 0, 0, g.excess()
 	noProbs := s.at(0).prob.count == 0
 	for k := 1; k <= room; k++ {
 		acc, prob := s.accProb(k - 1)
@@ -1124,12 +1182,18 @@ func (g *Gate) Budget(src Source, room int) int {
 		}
 		prod, prodA = prod*c, prodA*ca
 		e, eA = e+prod, eA+prodA
-		cost := g.Ratio(k + 1)
-		if m := g.draft[src.Name]; m != nil && g.unit() > 0 {
-			cost += float64(k) * m.v / g.unit()
-		}
+		cost := g.cost(src, k+1, k, 0)
 		if e/cost > 1 {
 			best = k
+		}
+		if x > 0 {
+			cs := g.cost(src, k+1, k, x)
+			if e/cs > 1 {
+				bestS = k
+			}
+			if eA/cs > 1 {
+				bestAS = k
+			}
 		}
 		if eA/cost > 1 {
 			bestA = k
@@ -1141,6 +1205,9 @@ func (g *Gate) Budget(src Source, room int) int {
 		ask = min(best, bestA) + 1
 	} else if g.asks[src.Name]++; g.asks[src.Name]%ProbeEveryHopeless == 0 {
 		ask = 1
+	}
+	if x > 0 && best > 0 { // settling: deeper, no probes (see Pick)
+		return min(room, max(ask, min(bestS, bestAS)+1))
 	}
 	if g.runLeft > 0 { // a probe run goes on
 		ask = max(ask, g.run)
@@ -1254,14 +1321,13 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	if g.plainLeft > 0 || (g.runLeft == 0 && g.settle == 0 && g.drafted >= g.forceAt()) {
 		return Plan{Value: 1, A: a, Plain: true}
 	}
-	g.since++
-	best, bestV := 0, 1.0
-	for k := 1; k <= n; k++ {
-		if v := g.value(src, a, k); v > bestV {
-			best, bestV = k, v
-		}
-	}
+	best, bestV := g.best(src, a, 0)
 	plan := Plan{K: best, Value: bestV, A: a}
+	if x := g.excess(); x > 0 && best > 0 { // deeper while settling; no probe (no sample)
+		plan.K, plan.Value = g.best(src, a, x)
+		return plan
+	}
+	g.since++
 	kx := 0
 	if g.xdue {
 		g.xdue = false
@@ -1343,12 +1409,30 @@ func (g *Gate) probeEvery(src Source, best int, bestV float64, deeper int, v flo
 
 // value is E(k)/cost(k) with the step's a_j.
 func (g *Gate) value(src Source, a []float64, k int) float64 {
+	return g.valueAt(src, a, k, 0)
+}
+
+// valueAt is value with the forward and a plain step x seconds dearer
+// (see cost).
+func (g *Gate) valueAt(src Source, a []float64, k int, x float64) float64 {
 	e, prod := 1.0, 1.0
 	for j := range k {
 		prod *= a[j]
 		e += prod
 	}
-	return e / g.Cost(src, k)
+	return e / g.cost(src, k+1, k-1, x)
+}
+
+// best is the depth of the best value above 1 (the smaller on a tie),
+// and that value; 0 and 1 for none (see valueAt).
+func (g *Gate) best(src Source, a []float64, x float64) (int, float64) {
+	best, bestV := 0, 1.0
+	for k := 1; k <= len(a); k++ {
+		if v := g.valueAt(src, a, k, x); v > bestV {
+			best, bestV = k, v
+		}
+	}
+	return best, bestV
 }
 
 // Snapshot is what the gate has measured, for telemetry.

@@ -1080,3 +1080,76 @@ func TestStallChargeSamples(t *testing.T) {
 		t.Errorf("T(6) %.2f ms: below its 30 ms of stall", w*1e3)
 	}
 }
+
+// TestSettleDeep: under streaming a request's first forwards read the
+// new text's experts whatever their rows (SettleSamples), so there the
+// gate drafts deeper than it does once the text is kept up; in memory,
+// where they cost no more, as deep as ever; and where it does not draft
+// once kept up, not there either.
+func TestSettleDeep(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	excess := [Settle]float64{150, 70, 30, 0} // over T(n), by place after the prompt
+	for _, c := range []struct {
+		name     string
+		streamed bool
+		row      float64 // ms a verify's row adds, kept up
+		kept     [2]int  // the depths kept up
+		settle   [2]int  // the depths of a request's first forward
+	}{
+		// Kept up, an n-row forward takes 28 + 17(n−1) ms, 8 + 4(n−1) of
+		// them stalled: the best depth is 2 at acceptance 0.9.
+		{"streamed", true, 17, [2]int{1, 3}, [2]int{5, 5}},
+		{"in memory", false, 17, [2]int{1, 3}, [2]int{1, 3}},
+		// 28 + 40(n−1): drafting loses kept up, and also where it would
+		// win if the first forwards' excess were shared by every row.
+		{"streamed, plain", true, 40, [2]int{0, 0}, [2]int{0, 0}},
+	} {
+		g := New(Config{MaxDraft: 5})
+		rng := rand.New(rand.NewPCG(3, 4))
+		var settle, kept [6]int // picks by depth
+		for req := range 12 {
+			g.Unseen()
+			for i := range 40 {
+				k, b := 0, g.Budget(src, 8)
+				if b > 0 {
+					k = g.Pick(src, b, nil).K
+				}
+				took, stall := 28+c.row*float64(k), 8+4*float64(k)
+				if i < Settle {
+					took += excess[i]
+					stall += excess[i]
+				}
+				if !c.streamed {
+					took, stall = took-stall, 0
+				}
+				g.ForwardStalled(k+1, ms(took), ms(stall))
+				acc := 0
+				for acc < max(k, 1) && rng.Float64() < 0.9 {
+					acc++
+				}
+				switch {
+				case k > 0:
+					g.Verified(src, nil, k, acc)
+				case b > 0:
+					g.Verified(src, nil, 1, acc)
+				}
+				if req >= 4 {
+					if i == 0 {
+						settle[k]++
+					} else if i >= Settle {
+						kept[k]++
+					}
+				}
+			}
+		}
+		most := func(c [6]int) int { return slices.Index(c[:], slices.Max(c[:])) } // the depth picked most
+		ds, dk := most(settle), most(kept)
+		t.Logf("%s: first forwards %v, kept up %v", c.name, settle, kept)
+		if dk < c.kept[0] || dk > c.kept[1] {
+			t.Errorf("%s: kept up, the gate drafted %d deep most (%v), want %d–%d", c.name, dk, kept, c.kept[0], c.kept[1])
+		}
+		if ds < c.settle[0] || ds > c.settle[1] {
+			t.Errorf("%s: a request's first forward drafted %d deep most (%v), want %d–%d", c.name, ds, settle, c.settle[0], c.settle[1])
+		}
+	}
+}
