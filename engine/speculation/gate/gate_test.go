@@ -706,21 +706,9 @@ func decode(t *testing.T, g *Gate, a float64, steps, deep int, cost func(n int) 
 		g.Verified(s, nil, 1, acc)
 	}
 	for i := range steps {
-		k, b := 0, g.Budget(s, 8)
-		if b > 0 {
-			k = g.Pick(s, b, nil).K
-		}
-		g.Forward(k+1, time.Duration(cost(k+1)*float64(time.Millisecond)))
-		acc := 0
-		for acc < max(k, 1) && rng.Float64() < a {
-			acc++
-		}
-		switch {
-		case k > 0:
-			g.Verified(s, nil, k, min(acc, k))
-		case b > 0: // a declined first draft, decided by the plain step (the engine's shadow)
-			g.Verified(s, nil, 1, min(acc, 1))
-		}
+		k, acc := step(g, s, rng, a, func(k int) {
+			g.Forward(k+1, time.Duration(cost(k+1)*float64(time.Millisecond)))
+		})
 		if i >= steps/2 {
 			toks += float64(min(acc, k) + 1)
 			ms += cost(k + 1)
@@ -730,6 +718,28 @@ func decode(t *testing.T, g *Gate, a float64, steps, deep int, cost func(n int) 
 		}
 	}
 	return toks / ms, deeper
+}
+
+// step runs one step of a gate over source s whose drafts are accepted
+// with probability a each, as the engine drives it (Budget, Pick, the
+// forward of k drafts, Verified), and returns k and the drafts (or, for
+// a plain step, the first draft) accepted, before clipping to k.
+func step(g *Gate, s Source, rng *rand.Rand, a float64, forward func(k int)) (k, acc int) {
+	b := g.Budget(s, 8)
+	if b > 0 {
+		k = g.Pick(s, b, nil).K
+	}
+	forward(k)
+	for acc < max(k, 1) && rng.Float64() < a {
+		acc++
+	}
+	switch {
+	case k > 0:
+		g.Verified(s, nil, k, min(acc, k))
+	case b > 0: // a declined first draft, decided by the plain step (the engine's shadow)
+		g.Verified(s, nil, 1, min(acc, 1))
+	}
+	return k, acc
 }
 
 // TestExploreConcaveCost: under SSD streaming the first extra row of a
@@ -1110,29 +1120,17 @@ func TestSettleDeep(t *testing.T) {
 		for req := range 12 {
 			g.Unseen()
 			for i := range 40 {
-				k, b := 0, g.Budget(src, 8)
-				if b > 0 {
-					k = g.Pick(src, b, nil).K
-				}
-				took, stall := 28+c.row*float64(k), 8+4*float64(k)
-				if i < Settle {
-					took += excess[i]
-					stall += excess[i]
-				}
-				if !c.streamed {
-					took, stall = took-stall, 0
-				}
-				g.ForwardStalled(k+1, ms(took), ms(stall))
-				acc := 0
-				for acc < max(k, 1) && rng.Float64() < 0.9 {
-					acc++
-				}
-				switch {
-				case k > 0:
-					g.Verified(src, nil, k, acc)
-				case b > 0:
-					g.Verified(src, nil, 1, acc)
-				}
+				k, _ := step(g, src, rng, 0.9, func(k int) {
+					took, stall := 28+c.row*float64(k), 8+4*float64(k)
+					if i < Settle {
+						took += excess[i]
+						stall += excess[i]
+					}
+					if !c.streamed {
+						took, stall = took-stall, 0
+					}
+					g.ForwardStalled(k+1, ms(took), ms(stall))
+				})
 				if req >= 4 {
 					if i == 0 {
 						settle[k]++
