@@ -873,16 +873,37 @@ func (g *Gate) T(n int) (float64, bool) {
 // for 5 and 6 rows where continuous depth 5's 6-row verifies stalled
 // ~26 (4.3 ms a row), so under streaming the gate drafts shallower than
 // the best fixed depth.
+//
+// A row count with fewer than ProbeSamples such verifies is young: its
+// stall enters shrunk towards its rows times StallPerRow, as if that
+// were worth ProbeSamples verifies (as its T(n) enters the fit). Under
+// streaming one verify's stall says little: the text's misses come in
+// bursts, and single verifies of the same rows stalled 0 to 75 ms.
+// BenchmarkSpeculation streamed, replay 0.9, 64 tokens a request,
+// traced (7 December): one 6-row probe stalled 58 ms, against 24 for
+// depth 5's 6-row verifies on average; taken as it was, it priced every
+// verify of 6 rows or more at 58–85 ms of stall (StallPerRow 4.3 ms,
+// 26 for 6 rows) for the rest of the run, the gate drafted 2–4 deep
+// where depth 5 was best and ran at 0.93 of its speed. (Side by side
+// with and without the shrink, 0.91–0.95 of depth 5 either way: the
+// benchmark resolves no gain; docs/speculation.md.)
 func (g *Gate) charge(n int) float64 {
-	c := float64(n) * g.StallPerRow().Seconds()
+	row := g.StallPerRow().Seconds()
+	c := float64(n) * row
 	if n < 2 {
 		return c
 	}
 	k := g.ioSlope()
 	for m := 2; m <= n; m++ {
-		if g.stallN[m].count > 0 {
-			c = max(c, k*g.stallN[m].v)
+		s := &g.stallN[m]
+		if s.count == 0 {
+			continue
 		}
+		x := k * s.v
+		if s.count < ProbeSamples {
+			x = (s.count*x + ProbeSamples*float64(m)*row) / (s.count + ProbeSamples)
+		}
+		c = max(c, x)
 	}
 	return c
 }

@@ -1151,3 +1151,49 @@ func TestSettleDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestYoungStallShrunk: under streaming a verify's stall comes in bursts,
+// so a row count's stall measured on one verify (a probe) enters its
+// price shrunk towards its rows times the stall per row, as if that were
+// worth ProbeSamples verifies; measured on ProbeSamples verifies it is
+// charged as measured.
+func TestYoungStallShrunk(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	const row = 4.0 // ms of stall per row, plain steps and 5-row verifies alike
+	run := func(probes int, stall float64) float64 {
+		g := New(Config{MaxDraft: 8})
+		fwd := func(n int, compute, s float64) { g.ForwardStalled(n, ms(compute+s), ms(s)) }
+		for range TimeWindow {
+			fwd(5, 20, 5*row)
+			fwd(5, 20, 5*row)
+			fwd(1, 10, row)
+			fwd(1, 10, row)
+		}
+		fwd(6, 22, 6*row) // the first 6-row forward: a warm-up
+		fwd(1, 10, row)
+		for range probes {
+			fwd(6, 22, 6*row) // a probe run's first verify: no sample
+			fwd(6, 22, stall)
+			fwd(1, 10, row)
+			fwd(1, 10, row)
+		}
+		for range StallWindow { // the recent stall per row: 4 ms
+			fwd(1, 10, row)
+		}
+		g.pair(true)
+		t6, _ := g.T(6)
+		return t6 * 1e3
+	}
+	for _, c := range []struct {
+		probes int
+		want   float64 // ms T(6) grows by with the probes' stall at 60 ms, not 24
+	}{
+		{1, (60 - 6*row) / (1 + ProbeSamples)},
+		{ProbeSamples, 60 - 6*row},
+	} {
+		dear, even := run(c.probes, 60), run(c.probes, 6*row)
+		if got := dear - even; math.Abs(got-c.want) > 0.5 {
+			t.Errorf("%d probes stalling 60 ms against %.0f: T(6) %.2f ms against %.2f, %+.2f, want %+.2f", c.probes, 6*row, dear, even, got, c.want)
+		}
+	}
+}
