@@ -901,7 +901,7 @@ func (g *Gate) charge(n int) float64 {
 		}
 		x := k * s.v
 		if s.count < ProbeSamples {
-			x = (s.count*x + ProbeSamples*float64(m)*row) / (s.count + ProbeSamples)
+			x = young(x, s.count, float64(m)*row)
 		}
 		c = max(c, x)
 	}
@@ -1011,12 +1011,19 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 	for n := 2; n <= MaxRows; n++ {
 		if r, c := g.ratio(n); c > 0 && c < ProbeSamples {
 			ref := price(&mature, n, t1, rho)
-			v[n], w[n] = (c*max(r, 1)*t1+ProbeSamples*ref)/(c+ProbeSamples), c
+			v[n], w[n] = young(max(r, 1)*t1, c, ref), c
 		}
 	}
 	out := isotonic(&v, &w)
 	out[1] = t1
 	return out
+}
+
+// young is x, measured on count samples (fewer than ProbeSamples),
+// shrunk towards what the other measurements price it at, as if that
+// were worth ProbeSamples samples.
+func young(x, count, price float64) float64 {
+	return (count*x + ProbeSamples*price) / (count + ProbeSamples)
 }
 
 // isotonic fits v (n ≥ 2, weights w; w 0: not measured) by a
