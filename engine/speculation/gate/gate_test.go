@@ -1197,3 +1197,30 @@ func TestYoungStallShrunk(t *testing.T) {
 		}
 	}
 }
+
+// TestNoProbeWhileSettling: the forwards after a prompt are no samples,
+// so no probe runs among them; the probes come after them.
+func TestNoProbeWhileSettling(t *testing.T) {
+	g := measured(Config{MaxDraft: 2}, 10) // T(2) unmeasured: young, probed often
+	for range AcceptWindow {
+		g.Verified(src, nil, 1, 0) // drafting loses: the gate steps plainly
+	}
+	settling, later := 0, 0
+	for range 6 {
+		g.Unseen()
+		for i := range 24 {
+			p := g.Pick(src, 2, nil)
+			if p.Probe {
+				if i < Settle {
+					settling++
+				} else {
+					later++
+				}
+			}
+			g.Forward(p.K+1, time.Duration(10*(p.K+1))*time.Millisecond)
+		}
+	}
+	if settling > 0 || later == 0 {
+		t.Fatalf("%d probes among the forwards after a prompt, %d after them; want none and some", settling, later)
+	}
+}
