@@ -1354,23 +1354,22 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	}
 	best, bestV := g.best(src, a, 0)
 	plan := Plan{K: best, Value: bestV, A: a}
-	if x := g.excess(); x > 0 && best > 0 { // deeper while settling; no probe (no sample)
-		plan.K, plan.Value = g.best(src, a, x)
-		return plan
-	}
 	if g.settle > 0 {
-		// No probe among the forwards after a prompt, where the gate
-		// does not draft either: they are no samples, and a row costs
-		// more there. BenchmarkSpeculation streamed, replay 0.6, 64
+		// Among the forwards after a prompt: deeper where the gate drafts
+		// (SettleSamples), and no probe: they are no samples, and a row
+		// costs more there. BenchmarkSpeculation streamed, replay 0.6, 64
 		// tokens a request, traced (7 December): the gate's 2-row probes
-		// there took 64–112 ms against 46–76 for its plain steps, and
-		// kept the row count young (no sample), so it probed again at
-		// the next request's start: 5 of 8 requests, 43–160 ms each, up
-		// to 8 % of a request; the gate ran at 0.96 of plain decoding.
-		// Without them, side by side (10 rounds): its first round after
-		// the warm-up at 0.84 and 1.04 of plain, against 0.64–0.70 in
-		// six runs before; the medians alike (0.96, 0.96 against 0.96,
-		// 1.00; controls 0.98–1.02).
+		// there, where it stepped plainly, took 64–112 ms against 46–76
+		// for its plain steps, and kept the row count young (no sample),
+		// so it probed again at the next request's start: 5 of 8
+		// requests, 43–160 ms each, up to 8 % of a request; the gate ran
+		// at 0.96 of plain decoding. Without them, side by side (10
+		// rounds): its first round after the warm-up at 0.84 and 1.04 of
+		// plain, against 0.64–0.70 in six runs before; the medians alike
+		// (0.96, 0.96 against 0.96, 1.00; controls 0.98–1.02).
+		if x := g.excess(); x > 0 && best > 0 {
+			plan.K, plan.Value = g.best(src, a, x)
+		}
 		return plan
 	}
 	g.since++
