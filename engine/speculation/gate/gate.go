@@ -196,6 +196,20 @@ const (
 	// decode speed, more than they can teach.
 	ProbeHopeless      = 0.5
 	ProbeEveryHopeless = 64
+	// ProbeEveryMax: where the gate decodes plainly, a probe run is
+	// priced by what the recent ones lost (ProbeCost), and spaced up to
+	// 256 picks apart to keep that at ProbeLoss. Its own estimate, from
+	// T(n) measured on a run's second verify, misses what the first costs:
+	// BenchmarkSpeculation streamed, replay 0.6, 64 tokens a request,
+	// traced (7 December): the 2-row runs, due every request, took 44–82
+	// ms a verify with a rejected draft, 18–27 with an accepted one,
+	// where plain steps took 14–20; a run lost 27–92 ms, ~4 % of a
+	// request, against the 1 % the estimate allowed.
+	ProbeEveryMax = 256
+	// ProbeCost: the loss of the last probe runs from plain decoding (an
+	// EMA over this many): their forwards' time, and the plain step's
+	// after them, in plain steps of T(1), less the tokens they gave.
+	ProbeCost = 4
 	// ForcePlainAfter: after 64 drafted steps without a T(1) sample,
 	// plain steps are forced until one is measured (two: the first, right
 	// after a verify, is charged to it) so that T(1), the unit of every
@@ -243,8 +257,27 @@ const (
 	// depth 5 at 1.52×. Not from plain to drafting: at replay 0.6, where
 	// the gate decodes plainly, first forwards priced so drafted 1–4 deep
 	// and the gate ran at 0.92× plain (its control 1.02×): a rejected
-	// row's experts, read for nothing, displace the text's.
+	// row's experts, read for nothing, displace the text's. Not the first
+	// forward after the prompt: its time grows with its rows, ~27 ms a
+	// row against ~9 kept up (three traces of replay 0.9 streamed, 72
+	// first forwards: 174, 195, 254 and 332 ms for 3, 4, 6 and 9 rows),
+	// where the second's and third's did not (102–127 and 81–120 ms from
+	// 3 to 7 rows); priced T(n) + X, the gate's first forwards were 8–9
+	// rows deep at replay 0.9 (69.6 ms a token against depth 5's 59.7),
+	// and at replay 0.6, where it drafted 1 deep at a request's end, 5
+	// rows at the next one's start: 128–153 ms for 1–2 tokens, where a
+	// plain step took ~50 (traced, 7 December).
 	SettleSamples = 2
+	// ProbeWait: no probe run or exploration starts among a request's
+	// first 10 forwards (a due one waits for the 11th). Under streaming
+	// the new text's experts are still coming in after the Settle
+	// forwards: BenchmarkSpeculation streamed, replay 0.6, 64 tokens a
+	// request, traced (12 requests, 7 December), plain decoding's
+	// forwards took 49, 51, 53, 34, 41, 29, 28, 24 and 27 ms, then
+	// 14–21 from the 10th on. The gate's probe, due from the picks of
+	// the request before, ran at the 5th and 6th forwards in 10 of the
+	// 12 requests: 44–75 ms each, where plain steps there took ~27.
+	ProbeWait = 10
 	// PairWindow and PairRefs: T(n)/T(1) is measured from forwards close
 	// in the text: an n-row forward is a sample of it against the mean of
 	// the 3 plain steps (T(1) samples) nearest to it, before or after, of
@@ -446,7 +479,15 @@ type Gate struct {
 	recent   [MaxRows + 1]ring // T(1)'s last raw samples, T(n)/T(1)'s for n ≥ 2, for the clip
 	draft    map[string]*mean  // d per source: drafting seconds per draft token
 
-	settle    int            // forwards left that are no samples (Unseen)
+	settle int // forwards left that are no samples (Unseen)
+	wait   int // forwards left before a probe may start (ProbeWait)
+	// A probe run from plain decoding being measured (ProbeEveryMax):
+	// its forwards' seconds and its tokens so far, until the plain step
+	// after it.
+	prun      bool
+	prunT     float64
+	prunTok   int
+	prunLoss  mean           // plain steps the recent runs lost (ProbeCost)
 	since     int            // picks with drafts available since the last probe
 	run       int            // the depth of the probe run in progress
 	runLeft   int            // its picks left
@@ -468,6 +509,42 @@ type Gate struct {
 	// settleX[i]: under streaming, the i-th forward after a prompt's
 	// time over T(n) of its n rows, seconds (SettleSamples).
 	settleX [Settle]mean
+	// late: the stalls of the forwards after a prompt (Settle), which
+	// enter the stall rings once those are over: the settling forwards
+	// are priced, and their X measured, with the stall per row of the
+	// text kept up before them; the forwards after them with theirs.
+	// With every settling forward's stall in the rings at once, a
+	// shallow first forward's (114 ms for 3 rows under streaming) made
+	// the next ones' rows look dear and X small (a model of it:
+	// TestSettleDeep); left out of the rings altogether, the forwards
+	// after them looked cheap, where the text is still coming in:
+	// BenchmarkSpeculation streamed, replay 0.6, the gate at 0.92–0.93
+	// of plain decoding (7 December, docs/speculation.md).
+	late []lateStall
+}
+
+// lateStall is a settling forward's rows and stall, and whether drafts
+// were offered for it.
+type lateStall struct {
+	n       int
+	s       float64
+	offered bool
+}
+
+// addStall adds a forward's stall to the stall rings.
+func (g *Gate) addStall(n int, s float64, offered bool) {
+	g.stalls[0].add(n, s)
+	if offered {
+		g.stalls[1].add(n, s)
+	}
+}
+
+// flushLate adds the settling forwards' stalls to the rings.
+func (g *Gate) flushLate() {
+	for _, l := range g.late {
+		g.addStall(l.n, l.s, l.offered)
+	}
+	g.late = g.late[:0]
 }
 
 // ioRing holds the last IOWindow plain steps' stalls and wall times,
@@ -584,9 +661,19 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		return
 	}
 	stall = max(0, min(stall, d))
-	g.stalls[0].add(n, stall.Seconds())
-	if g.offered {
-		g.stalls[1].add(n, stall.Seconds())
+	if g.prun {
+		g.prunT += d.Seconds()
+		if n == 1 { // the plain step after the run: it pays for the run's rows too
+			g.prun = false
+			if u := g.unit(); u > 0 {
+				g.prunLoss.add(g.prunT/u-float64(g.prunTok+1), ProbeCost)
+			}
+		}
+	}
+	if g.settle > 0 { // the stall rings take it once the settling forwards are over
+		g.late = append(g.late, lateStall{n, stall.Seconds(), g.offered})
+	} else {
+		g.addStall(n, stall.Seconds(), g.offered)
 	}
 	g.offered = false
 	if n == 1 && g.seen[1] >= Warmup && stall > 0 {
@@ -599,6 +686,7 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 	d = max(d-io, (d-stall)/2, time.Nanosecond)
 	after, prev := g.after, g.prev
 	g.after, g.prev = n > 1, n
+	g.wait = max(0, g.wait-1)
 	g.streamed = g.streamed || stall > 0
 	g.seq += n // the text moves on by up to n tokens
 	if n == 1 && g.plainLeft > 0 {
@@ -613,7 +701,9 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		if t, _ := g.T(n); g.streamed && t > 0 {
 			g.settleX[Settle-g.settle].add(wall.Seconds()-t, TimeWindow)
 		}
-		g.settle--
+		if g.settle--; g.settle == 0 {
+			g.flushLate()
+		}
 		return
 	}
 	x := d.Seconds()
@@ -647,7 +737,8 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 // the next Settle forwards are not measured, whatever their rows, since
 // they pay for bringing back what those forwards displaced.
 func (g *Gate) Unseen() {
-	g.settle, g.after = Settle, false
+	g.flushLate()
+	g.settle, g.wait, g.after, g.prun = Settle, ProbeWait, false, false
 	// A probe run, or the plain steps that pair an exploration's, ends
 	// with its request: nothing after a prompt pairs with it.
 	g.runLeft, g.plainLeft, g.exploring = 0, 0, false
@@ -793,6 +884,9 @@ func (g *Gate) Drafted(src Source, n int, d time.Duration) {
 // 105 plain steps of 121 where depth 2 ran at 1.15× plain).
 func (g *Gate) Verified(src Source, probs []float64, k, accepted int) {
 	s := g.source(src)
+	if g.prun && k > 0 {
+		g.prunTok += min(accepted, k) + 1
+	}
 	for j := 0; j < k && j <= accepted; j++ {
 		x := 0.0
 		if j < accepted {
@@ -1160,10 +1254,10 @@ func (g *Gate) cost(src Source, rows, drafts int, x float64) float64 {
 }
 
 // excess is X of the forward at hand, seconds: what it will take over
-// T(n) as one of a request's first forwards under streaming
-// (SettleSamples), 0 for the others.
+// T(n) as one of a request's first forwards under streaming but the
+// first (SettleSamples), 0 for the others.
 func (g *Gate) excess() float64 {
-	if g.settle <= 0 || !g.streamed {
+	if g.settle <= 0 || g.settle == Settle || !g.streamed {
 		return 0
 	}
 	m := &g.settleX[Settle-g.settle]
@@ -1263,9 +1357,14 @@ func (g *Gate) Budget(src Source, room int) int {
 // explore returns the depth to explore for drafts with acceptance a
 // (len(a) the deepest available), 0 for none: the depth k, deeper than
 // every verify measured with ProbeSamples samples, whose value is best
-// with T(k+1) priced at its lower bound, the T(f) of that deepest
-// measured verify of f rows, when that value is ExploreMargin times
-// every depth's estimated value and 1. An exploration is a probe run at
+// with T(k+1) priced at its lower bound, the compute of that deepest
+// measured verify of f rows (T(f) less its stall charge) and the stall
+// charge of k+1 rows, when that value is ExploreMargin times every
+// depth's estimated value and 1. (Priced at T(f) itself, BenchmarkSpeculation
+// streamed at replay 0.6, traced on 7 December, explored 9 rows in one
+// request of 12: four runs of two, 75–199 ms a verify where its plain
+// steps took 13–20, 1.8 s for a request plain decoding made in 1.24, 4 %
+// of the twelve; with every row's stall, none.) An exploration is a probe run at
 // k, due every ProbeEveryYoung Budget calls that find one, until k+1
 // rows have ProbeSamples samples (RunPlain pairs them).
 //
@@ -1290,7 +1389,13 @@ func (g *Gate) explore(src Source, a []float64) int {
 	for k := 1; k <= len(a); k++ {
 		bestV = max(bestV, g.value(src, a, k))
 	}
-	kx, bound, bar := 0, g.Ratio(f), ExploreMargin*bestV
+	u := g.unit()
+	if u <= 0 {
+		return 0
+	}
+	tf, _ := g.T(f)
+	compute := tf - g.charge(f) // the compute of f rows: its lower bound for more
+	kx, bar := 0, ExploreMargin*bestV
 	e, prod := 1.0, 1.0
 	for k := 1; k <= len(a); k++ {
 		prod *= a[k-1]
@@ -1298,9 +1403,9 @@ func (g *Gate) explore(src Source, a []float64) int {
 		if k+1 <= f {
 			continue
 		}
-		c := bound
-		if m := g.draft[src.Name]; m != nil && k > 1 && g.unit() > 0 {
-			c += float64(k-1) * m.v / g.unit()
+		c := (compute + g.charge(k+1)) / u
+		if m := g.draft[src.Name]; m != nil && k > 1 {
+			c += float64(k-1) * m.v / u
 		}
 		if v := e / c; v > bar {
 			kx, bar = k, v
@@ -1373,6 +1478,12 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		return plan
 	}
 	g.since++
+	if g.wait > 0 { // no probe yet (ProbeWait); a due one waits
+		if plan.K > 0 {
+			g.drafted++
+		}
+		return plan
+	}
 	kx := 0
 	if g.xdue {
 		g.xdue = false
@@ -1390,7 +1501,7 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 			g.plainLeft = RunPlain // so that the run's last verify pairs
 		}
 		plan = Plan{K: g.run, Value: g.value(src, a, g.run), A: a, Probe: true}
-	case deeper <= n:
+	case deeper <= n && g.could(src, a, deeper, bestV):
 		g.runLeft = 0
 		v := g.value(src, a, deeper)
 		every, hopeless := g.probeEvery(src, best, bestV, deeper, v), v < ProbeHopeless
@@ -1405,6 +1516,9 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		if g.since >= every {
 			g.since = 0
 			plan = Plan{K: deeper, Value: v, A: a, Probe: true}
+			if best == 0 { // measured until the plain step after it (ProbeEveryMax)
+				g.prun, g.prunT, g.prunTok = true, 0, 0
+			}
 			if !hopeless {
 				g.run, g.runLeft = deeper, ProbeRun-1
 			}
@@ -1412,10 +1526,40 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 	default:
 		g.runLeft = 0
 	}
+	if g.prun && plan.K > 0 && !plan.Probe { // drafting took over: the run has no plain step after it
+		g.prun = false
+	}
 	if plan.K > 0 && g.settle == 0 { // (a settling forward measures nothing either way)
 		g.drafted++
 	}
 	return plan
+}
+
+// could reports whether k drafts with acceptance a could beat value
+// bestV at the lowest price the gate's cost model allows a forward of
+// k+1 rows: one row's compute, k+1 rows' stall (StallPerRow) and the
+// drafting. Where they could not, whatever T(k+1) would measure, a probe
+// of k is not run. In memory that is never (a row's price is at least
+// T(1)); under streaming, where every row is charged its stall, drafts
+// seldom accepted are not probed: BenchmarkSpeculation streamed, a
+// replay drafter at acceptance 0.01 (E(1) = 1.01), traced (7 December):
+// the gate's 2-row probe runs, every third request, took 67–82 ms a
+// verify where its plain steps took ~20, 3–4 % of the time.
+func (g *Gate) could(src Source, a []float64, k int, bestV float64) bool {
+	u := g.unit()
+	if u <= 0 {
+		return true
+	}
+	e, prod := 1.0, 1.0
+	for j := range k {
+		prod *= a[j]
+		e += prod
+	}
+	c := g.t[1].v + float64(k+1)*g.StallPerRow().Seconds()
+	if m := g.draft[src.Name]; m != nil && k > 1 {
+		c += float64(k-1) * m.v
+	}
+	return e*u/c > bestV
 }
 
 // forceAt is how many drafted steps without a T(1) sample force plain
@@ -1434,20 +1578,24 @@ func (g *Gate) forceAt() int {
 // depth would have given in cost(deeper)·v/bestV: it loses
 // cost(deeper)·(1 − v/bestV); the picks between probes take about
 // cost(best) each. A hopeless probe (v < ProbeHopeless) is a single
-// verify, the others a run of ProbeRun.
+// verify, the others a run of ProbeRun. Where the gate decodes plainly
+// a run loses at least what the recent ones lost, measured
+// (ProbeEveryMax).
 func (g *Gate) probeEvery(src Source, best int, bestV float64, deeper int, v float64) int {
 	if v < ProbeHopeless {
 		return ProbeEveryHopeless
 	}
 	steps := float64(ProbeRun)
 	loss := steps * g.Cost(src, deeper) * max(0, 1-v/bestV)
-	per := 1.0
+	per, most := 1.0, ProbeEveryHopeless
 	if best > 0 {
 		per = g.Cost(src, best)
+	} else if g.prunLoss.count > 0 { // what the runs lost (ProbeEveryMax)
+		loss, most = max(loss, g.prunLoss.v), ProbeEveryMax
 	}
 	n := loss / (ProbeLoss * per)
-	if !(n < ProbeEveryHopeless) { // NaN too
-		return ProbeEveryHopeless
+	if !(n < float64(most)) { // NaN too
+		return most
 	}
 	return max(ProbeEvery, int(math.Ceil(n)))
 }

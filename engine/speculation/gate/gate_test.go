@@ -239,35 +239,54 @@ func TestCalibration(t *testing.T) {
 func TestProbeSchedule(t *testing.T) {
 	// Costly rows: the best is plain; a probe drafts 1 for ProbeRun (2)
 	// picks in a row, every 4 picks while 2-row forwards have < 3 samples,
-	// then as often as costs ProbeLoss of the time (value 1.3/1.5: a run
-	// loses 2·1.5·(1 − 0.867) = 0.4 plain steps, so every 40 picks); a
-	// run's first forward is no sample, and a sample counts once it is
-	// paired with the plain steps after it (PairWindow rows later), so
-	// the young schedule runs one run past the third sample.
-	g := New(Config{MaxDraft: 3})
-	for range 8 {
-		g.Forward(1, 10*time.Millisecond)
-	}
-	probs := []float64{0.3, 0.3, 0.3}
-	var probes []int
-	for i := 1; i <= 100; i++ {
-		p := g.Pick(src, 3, probs)
-		if p.K > 0 {
-			if !p.Probe || p.K != 1 {
-				t.Fatalf("pick %d: %+v", i, p)
-			}
-			probes = append(probes, i)
-			g.Forward(2, 15*time.Millisecond) // measured: too costly (value 1.3/1.5), not hopeless
-		} else {
+	// then as often as costs ProbeLoss of the time: by the estimate
+	// (value 1.3/1.5: a run loses 2·1.5·(1 − 0.867) = 0.4 plain steps, so
+	// every 40 picks) or, where the runs measured lost more, by that
+	// (ProbeEveryMax). A run's first forward is no sample, and a sample
+	// counts once it is paired with the plain steps after it (PairWindow
+	// rows later), so the young schedule runs one run past the third
+	// sample.
+	for _, c := range []struct {
+		name     string
+		reported bool // the verifies' tokens reported (Verified)
+		want     []int
+		samples  int
+	}{
+		// Rejected drafts: 2 tokens for a run's 2 verifies, 1 for the
+		// plain step after it: (15 + 15 + 10)/10 − 3 = 1 plain step lost
+		// (the estimate, at the acceptance measured, 0.84): 100 picks on.
+		{"measured", true, []int{4, 5, 8, 9, 12, 13, 16, 17, 116, 117}, 5},
+		// Nothing reported: a run gives 1 token (the plain step's), 3
+		// plain steps lost: ProbeEveryMax picks on, past the 130th.
+		{"unreported", false, []int{4, 5, 8, 9, 12, 13, 16, 17}, 4},
+	} {
+		g := New(Config{MaxDraft: 3})
+		for range 8 {
 			g.Forward(1, 10*time.Millisecond)
 		}
-	}
-	want := []int{4, 5, 8, 9, 12, 13, 16, 17, 56, 57, 96, 97}
-	if n := g.Samples(2); n != 5 { // 5, 9, 13, 17, 57 (4 is also the warm-up; 97's pairs later)
-		t.Fatalf("%d samples of T(2), want 5", n)
-	}
-	if !slices.Equal(probes, want) {
-		t.Fatalf("probes at picks %v, want %v", probes, want)
+		probs := []float64{0.3, 0.3, 0.3}
+		var probes []int
+		for i := 1; i <= 130; i++ {
+			p := g.Pick(src, 3, probs)
+			if p.K > 0 {
+				if !p.Probe || p.K != 1 {
+					t.Fatalf("%s: pick %d: %+v", c.name, i, p)
+				}
+				probes = append(probes, i)
+				g.Forward(2, 15*time.Millisecond) // measured: too costly (value 1.3/1.5), not hopeless
+				if c.reported {
+					g.Verified(src, probs, 1, 0)
+				}
+			} else {
+				g.Forward(1, 10*time.Millisecond)
+			}
+		}
+		if n := g.Samples(2); n != c.samples { // 5, 9, 13, 17, 117 (4 is also the warm-up)
+			t.Errorf("%s: %d samples of T(2), want %d", c.name, n, c.samples)
+		}
+		if !slices.Equal(probes, c.want) {
+			t.Errorf("%s: probes at picks %v, want %v", c.name, probes, c.want)
+		}
 	}
 }
 
@@ -1091,11 +1110,14 @@ func TestStallChargeSamples(t *testing.T) {
 	}
 }
 
-// TestSettleDeep: under streaming a request's first forwards read the
-// new text's experts whatever their rows (SettleSamples), so there the
-// gate drafts deeper than it does once the text is kept up; in memory,
-// where they cost no more, as deep as ever; and where it does not draft
-// once kept up, not there either.
+// TestSettleDeep: under streaming a request's first forwards but the
+// very first read the new text's experts whatever their rows
+// (SettleSamples), so there the gate drafts deeper than it does once the
+// text is kept up; in memory, where they cost no more, as deep as ever;
+// and where it does not draft once kept up, not there either. The very
+// first forward after the prompt costs more the more rows it has (here
+// 150 ms more, and a row 3 times its kept-up cost): it is drafted as
+// kept up.
 func TestSettleDeep(t *testing.T) {
 	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
 	excess := [Settle]float64{150, 70, 30, 0} // over T(n), by place after the prompt
@@ -1103,8 +1125,8 @@ func TestSettleDeep(t *testing.T) {
 		name     string
 		streamed bool
 		row      float64 // ms a verify's row adds, kept up
-		kept     [2]int  // the depths kept up
-		settle   [2]int  // the depths of a request's first forward
+		kept     [2]int  // the depths kept up, and of a request's first forward
+		settle   [2]int  // the depths of a request's second forward
 	}{
 		// Kept up, an n-row forward takes 28 + 17(n−1) ms, 8 + 4(n−1) of
 		// them stalled: the best depth is 2 at acceptance 0.9.
@@ -1116,7 +1138,7 @@ func TestSettleDeep(t *testing.T) {
 	} {
 		g := New(Config{MaxDraft: 5})
 		rng := rand.New(rand.NewPCG(3, 4))
-		var settle, kept [6]int // picks by depth
+		var first, settle, kept [6]int // picks by depth
 		for req := range 12 {
 			g.Unseen()
 			for i := range 40 {
@@ -1126,28 +1148,38 @@ func TestSettleDeep(t *testing.T) {
 						took += excess[i]
 						stall += excess[i]
 					}
+					if i == 0 {
+						took += 2 * c.row * float64(k)
+						stall += 2 * c.row * float64(k)
+					}
 					if !c.streamed {
 						took, stall = took-stall, 0
 					}
 					g.ForwardStalled(k+1, ms(took), ms(stall))
 				})
 				if req >= 4 {
-					if i == 0 {
+					switch {
+					case i == 0:
+						first[k]++
+					case i == 1:
 						settle[k]++
-					} else if i >= Settle {
+					case i >= Settle:
 						kept[k]++
 					}
 				}
 			}
 		}
 		most := func(c [6]int) int { return slices.Index(c[:], slices.Max(c[:])) } // the depth picked most
-		ds, dk := most(settle), most(kept)
-		t.Logf("%s: first forwards %v, kept up %v", c.name, settle, kept)
+		d0, ds, dk := most(first), most(settle), most(kept)
+		t.Logf("%s: first forwards %v, second %v, kept up %v", c.name, first, settle, kept)
 		if dk < c.kept[0] || dk > c.kept[1] {
 			t.Errorf("%s: kept up, the gate drafted %d deep most (%v), want %d–%d", c.name, dk, kept, c.kept[0], c.kept[1])
 		}
+		if d0 < c.kept[0] || d0 > c.kept[1] {
+			t.Errorf("%s: a request's first forward drafted %d deep most (%v), want %d–%d", c.name, d0, first, c.kept[0], c.kept[1])
+		}
 		if ds < c.settle[0] || ds > c.settle[1] {
-			t.Errorf("%s: a request's first forward drafted %d deep most (%v), want %d–%d", c.name, ds, settle, c.settle[0], c.settle[1])
+			t.Errorf("%s: a request's second forward drafted %d deep most (%v), want %d–%d", c.name, ds, settle, c.settle[0], c.settle[1])
 		}
 	}
 }
@@ -1199,7 +1231,9 @@ func TestYoungStallShrunk(t *testing.T) {
 }
 
 // TestNoProbeWhileSettling: the forwards after a prompt are no samples,
-// so no probe runs among them; the probes come after them.
+// and under streaming they and the next ones are dear (the new text's
+// experts come in), so no probe runs among the first ProbeWait; the
+// probes come after them.
 func TestNoProbeWhileSettling(t *testing.T) {
 	g := measured(Config{MaxDraft: 2}, 10) // T(2) unmeasured: young, probed often
 	for range AcceptWindow {
@@ -1211,7 +1245,7 @@ func TestNoProbeWhileSettling(t *testing.T) {
 		for i := range 24 {
 			p := g.Pick(src, 2, nil)
 			if p.Probe {
-				if i < Settle {
+				if i < ProbeWait {
 					settling++
 				} else {
 					later++
@@ -1221,6 +1255,160 @@ func TestNoProbeWhileSettling(t *testing.T) {
 		}
 	}
 	if settling > 0 || later == 0 {
-		t.Fatalf("%d probes among the forwards after a prompt, %d after them; want none and some", settling, later)
+		t.Fatalf("%d probes among the first %d forwards after a prompt, %d after them; want none and some", settling, ProbeWait, later)
+	}
+}
+
+// TestExploreChargesRowsStall: under streaming every row of a verify is
+// charged its stall (StallPerRow), so an exploration's lower bound is
+// the compute of the deepest measured verify with the explored rows'
+// stall, not that verify's whole time. Here a row costs 3 ms of compute
+// and 4 of stall over a plain step's 10 and 4: T(3)/T(1) is 2.0, T(9)/T(1)
+// 5.0. A drafter whose first draft is accepted 0.45 of the time and the
+// others 0.9 after an accepted one gives E(8) = 3.57: against T(3) alone
+// a 9-row verify looked worth 1.78 plain steps, where it is worth 0.71.
+func TestExploreChargesRowsStall(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	forward := func(g *Gate, n int) { g.ForwardStalled(n, ms(10+3*float64(n-1)+4*float64(n)), ms(4*float64(n))) }
+	s := Source{Name: "replay", Priors: []float64{0.5}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	accepted := func(k int) int { // of k drafts
+		acc := 0
+		for acc < k {
+			a := 0.9
+			if acc == 0 {
+				a = 0.45
+			}
+			if rng.Float64() >= a {
+				break
+			}
+			acc++
+		}
+		return acc
+	}
+	g := New(Config{MaxDraft: 8})
+	for range 2 * AcceptWindow { // every position measured
+		g.Verified(s, nil, 8, accepted(8))
+	}
+	for range TimeWindow + Warmup {
+		g.Pick(s, 2, nil)
+		forward(g, 1)
+	}
+	for range TimeWindow { // T(2) and T(3) measured: runs of two, then two plain steps
+		for _, n := range []int{2, 2, 1, 1, 3, 3, 1, 1} {
+			g.Pick(s, 2, nil)
+			forward(g, n)
+		}
+	}
+	g.pair(true)
+	if r := g.Ratio(3); math.Abs(r-2) > 0.01 {
+		t.Fatalf("T(3)/T(1) %.3f, want 2", r)
+	}
+	if r := g.Ratio(9); r < 4.5 {
+		t.Fatalf("T(9)/T(1) priced %.3f, want ≥ 4.5 (every row's stall charged)", r)
+	}
+	deep := 0
+	for range 1000 {
+		k := 0
+		if b := g.Budget(s, 8); b > 0 {
+			k = g.Pick(s, b, nil).K
+		}
+		forward(g, k+1)
+		acc := accepted(max(k, 1))
+		if k > 0 {
+			g.Verified(s, nil, k, acc)
+		} else {
+			g.Verified(s, nil, 1, acc)
+		}
+		if k >= 5 {
+			deep++
+		}
+	}
+	if deep > 0 {
+		t.Fatalf("%d verifies of 5 drafts or more; T(n)/T(1): %.2f, acceptance %.2f", deep, g.Snapshot().Ratios, g.Acceptance(s, 8))
+	}
+}
+
+// TestNoHopelessProbeStreamed: under streaming every row of a verify is
+// charged its stall, so drafts accepted 0.05 of the time (E(1) = 1.05)
+// cannot pay even if a 2-row forward cost one row's compute and two
+// rows' stall (here (10+8)/14 = 1.29 plain steps), and are not probed;
+// in memory, where a row's price can be as low as T(1), they are (every
+// ProbeEveryHopeless picks).
+func TestNoHopelessProbeStreamed(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	for _, tc := range []struct {
+		name  string
+		stall float64 // ms a row
+		want  bool    // probes
+	}{{"streamed", 4, false}, {"memory", 0, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := New(Config{MaxDraft: 4})
+			forward := func(n int) {
+				g.ForwardStalled(n, ms(10+3*float64(n-1)+tc.stall*float64(n)), ms(tc.stall*float64(n)))
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			probes := 0
+			for i := range 2000 {
+				p := g.Pick(src, 4, nil)
+				if p.Probe && i >= 2*AcceptWindow { // the prior (0.5) measured away
+
+					probes++
+				}
+				forward(p.K + 1)
+				acc := 0
+				for acc < max(p.K, 1) && rng.Float64() < 0.05 {
+					acc++
+				}
+				g.Verified(src, nil, max(p.K, 1), min(acc, max(p.K, 1)))
+			}
+			if got := probes > 0; got != tc.want {
+				t.Fatalf("%d probes in 2000 picks; want some: %v", probes, tc.want)
+			}
+		})
+	}
+}
+
+// TestProbeRunLossMeasured: where the gate decodes plainly, a probe run
+// is spaced by what the runs measurably lost, not only by its estimate
+// from T(n), which is measured on a run's second verify: here the first
+// verify after plain steps takes 50 ms (its rows' weights are not
+// close), the second 18, a plain step 10. At acceptance 0.5 a run
+// gives ~4 tokens for 78 ms: 3.8 plain steps lost, where the estimate
+// (2 verifies of T(2)/T(1) 1.8 at value 0.83) says 0.6; at ProbeLoss
+// the runs are ~ProbeEveryMax picks apart, not ProbeEveryHopeless.
+func TestProbeRunLossMeasured(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	g := New(Config{MaxDraft: 1})
+	rng := rand.New(rand.NewPCG(5, 6))
+	prev, probes := 1, 0
+	const picks = 6000
+	for i := range picks {
+		p := g.Pick(src, 1, nil)
+		n := p.K + 1
+		took := 10.0
+		switch {
+		case n > 1 && prev == 1:
+			took = 50
+		case n > 1:
+			took = 18
+		}
+		g.Forward(n, ms(took))
+		prev = n
+		acc := 0
+		if rng.Float64() < 0.5 {
+			acc = 1
+		}
+		g.Verified(src, nil, 1, acc)
+		if p.Probe && i >= picks/2 {
+			probes++
+		}
+	}
+	if r := g.Ratio(2); math.Abs(r-1.8) > 0.05 {
+		t.Fatalf("T(2)/T(1) %.2f, want 1.8", r)
+	}
+	// ~picks/2/ProbeEveryMax runs of ProbeRun in the second half.
+	if max := ProbeRun * (picks/2/ProbeEveryMax + 2); probes == 0 || probes > max {
+		t.Fatalf("%d probe verifies in %d picks, want 1..%d (runs lost %.2f plain steps)", probes, picks/2, max, g.prunLoss.v)
 	}
 }
