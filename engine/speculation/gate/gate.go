@@ -1550,11 +1550,7 @@ func (g *Gate) could(src Source, a []float64, k int, bestV float64) bool {
 	if u <= 0 {
 		return true
 	}
-	e, prod := 1.0, 1.0
-	for j := range k {
-		prod *= a[j]
-		e += prod
-	}
+	e := expected(a, k)
 	c := g.t[1].v + float64(k+1)*g.StallPerRow().Seconds()
 	if m := g.draft[src.Name]; m != nil && k > 1 {
 		c += float64(k-1) * m.v
@@ -1608,12 +1604,17 @@ func (g *Gate) value(src Source, a []float64, k int) float64 {
 // valueAt is value with the forward and a plain step x seconds dearer
 // (see cost).
 func (g *Gate) valueAt(src Source, a []float64, k int, x float64) float64 {
+	return expected(a, k) / g.cost(src, k+1, k-1, x)
+}
+
+// expected is E(k) = 1 + a1 + a1·a2 + … + a1·…·ak.
+func expected(a []float64, k int) float64 {
 	e, prod := 1.0, 1.0
 	for j := range k {
 		prod *= a[j]
 		e += prod
 	}
-	return e / g.cost(src, k+1, k-1, x)
+	return e
 }
 
 // best is the depth of the best value above 1 (the smaller on a tie),
