@@ -505,6 +505,13 @@ func (e *Engine) SetOptions(o Options) {
 	e.mu.Unlock()
 }
 
+// logger is the engine's Logger now.
+func (e *Engine) logger() *slog.Logger {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.log
+}
+
 // Options returns the engine's options.
 func (e *Engine) Options() Options {
 	e.mu.Lock()
@@ -763,7 +770,9 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 	dec := lm.tok.NewStreamDecoder()
 	stop := newStopMatcher(req.Sampling.Stop)
 	var firstAt time.Time
-	sp := newSpeculator(lm, o, req)
+	log := e.logger()
+	sp := newSpeculator(ctx, lm, o, req, log)
+	debug := sp == nil && log.Enabled(ctx, debugForwards)
 	var published time.Time
 	if sp != nil {
 		published = time.Now()
@@ -839,6 +848,10 @@ func (e *Engine) generate(ctx context.Context, lm *loaded, req Request, emit fun
 				published = time.Now()
 				e.publishSpec(sp.snapshot())
 			}
+		} else if debug {
+			stall0, t0 := lm.stall(), time.Now()
+			logits, err = lm.step(ctx, id)
+			log.Debug("forward", "rows", 1, "ms", ms(time.Since(t0)), "stall_ms", ms(lm.stall()-stall0))
 		} else {
 			logits, err = lm.step(ctx, id)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -79,6 +80,8 @@ type speculator struct {
 	mtp      *speculation.MTP
 	draft    speculation.Draft
 	st       SpecStats
+	log      *slog.Logger // Debug: every forward and verdict (debugForwards)
+	debug    bool
 	toks     []int32 // the forward's tokens
 	flags    []bool  // all true: every row's outputs
 
@@ -131,8 +134,9 @@ func drafting(lm *loaded, o Speculation, req Request) int {
 }
 
 // newSpeculator returns the generation's speculator, or nil when it
-// decodes plainly.
-func newSpeculator(lm *loaded, o Speculation, req Request) *speculator {
+// decodes plainly. With log at Debug it logs the gate's prices, every
+// forward and every verify's verdict (debugForwards).
+func newSpeculator(ctx context.Context, lm *loaded, o Speculation, req Request, log *slog.Logger) *speculator {
 	// A structured-output constraint's mask depends on every token before,
 	// so constrained requests decode plainly.
 	if !o.on() || req.Constraint != nil {
@@ -146,7 +150,7 @@ func newSpeculator(lm *loaded, o Speculation, req Request) *speculator {
 	// The first steps of a request pay for experts its prompt and its new
 	// context bring in (also when the prompt was reused: the text moved on).
 	lm.gate.Unseen()
-	sp := &speculator{lm: lm, gate: lm.gate}
+	sp := &speculator{lm: lm, gate: lm.gate, log: log, debug: log.Enabled(ctx, slog.LevelDebug)}
 	if o.Drafter != nil {
 		sp.drafters = append(sp.drafters, o.Drafter)
 	}
@@ -160,8 +164,23 @@ func newSpeculator(lm *loaded, o Speculation, req Request) *speculator {
 	if len(sp.drafters) == 0 {
 		return nil
 	}
+	if sp.debug && !cfg.Fixed {
+		sn := sp.gate.Snapshot()
+		log.Debug("speculation: gate", "t1_ms", ms(sn.T1), "t_ratio", sn.Ratios, "stall_ms_per_row", ms(sn.Stall))
+	}
 	return sp
 }
+
+// debugForwards: with the engine's Logger at slog.LevelDebug, every
+// decode forward is logged ("forward": rows, ms, stall_ms, and when
+// speculating drafts, probe, forced_plain), and every verify's verdict
+// ("speculation: verified": drafts, accepted); each request the gate
+// drafts for starts with its prices ("speculation: gate").
+// BenchmarkSpeculation's STRATA_BENCH_TRACE prints them per request.
+const debugForwards = slog.LevelDebug
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // next returns the token that follows history given logits: the verdict on
 // the pending draft if there is one, else a plain sample.
@@ -202,6 +221,9 @@ func (sp *speculator) next(smp *sample.Sampler, logits []float32, history []int3
 func (sp *speculator) settle() {
 	if sp.k > 0 {
 		sp.gate.Verified(sp.src, sp.probs, sp.k, sp.accepted)
+		if sp.debug {
+			sp.log.Debug("speculation: verified", "drafts", sp.k, "accepted", sp.accepted)
+		}
 	}
 	sp.pending, sp.rows, sp.k, sp.accepted = nil, nil, 0, 0
 }
@@ -280,7 +302,12 @@ func (sp *speculator) step(ctx context.Context, id int32, history []int32, room 
 	if err := lm.sess.Forward(ctx, b); err != nil {
 		return nil, err
 	}
-	sp.gate.ForwardStalled(k+1, time.Since(t0), lm.stall()-stall0)
+	took, stalled := time.Since(t0), lm.stall()-stall0
+	sp.gate.ForwardStalled(k+1, took, stalled)
+	if sp.debug {
+		sp.log.Debug("forward", "rows", k+1, "ms", ms(took), "stall_ms", ms(stalled),
+			"drafts", len(sp.draft.Tokens), "probe", plan.Probe, "forced_plain", plan.Plain)
+	}
 	if k == 0 {
 		sp.st.PlainSteps++
 		return b.Out[0], nil

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -44,7 +45,9 @@ import (
 // runs one of the two; STRATA_BENCH_CONTROL=1 adds a second plain engine
 // (its ratio shows what the benchmark can resolve); STRATA_BENCH_REGIMES (names, comma-separated, e.g.
 // "replay 0.9,lookup") only those regimes; STRATA_BENCH_VERBOSE=1 prints
-// every round. A round's seed (the replay drafter's corruptions, the
+// every round; STRATA_BENCH_TRACE=1 every request's forwards (the
+// engine's debug log: rows:ms/stall ms, P a probe, F a forced plain step,
+// +a the drafts a verify accepted; the gate's prices at its start). A round's seed (the replay drafter's corruptions, the
 // sampler's draws) is its number; STRATA_BENCH_SEED=s adds s to it, so
 // other runs meet other corruptions: every configuration's speed follows
 // where they fall (depth 5's rounds at replay 0.9 streamed ranged over
@@ -204,9 +207,22 @@ func BenchmarkSpeculation(b *testing.B) {
 				}
 				engines[i] = eng
 			}
+			var trace *forwardLog
+			if os.Getenv("STRATA_BENCH_TRACE") != "" {
+				trace = &forwardLog{}
+				for i := range opts {
+					opts[i].Logger = slog.New(trace)
+				}
+			}
 			runConfig := func(i int, r engine.Request) ([]int32, engine.Stats) { // configs[i]'s run
 				engines[i].SetOptions(opts[i])
-				return runOn(b, engines[i], r)
+				trace.take()
+				ids, st := runOn(b, engines[i], r)
+				if trace != nil {
+					fmt.Fprintf(&report, "trace %s %s %s round %d, %.1f tok/s:%s\n", mem.name, rg.name, configs[i].name,
+						int(r.Sampling.Seed)-100-seed, st.TokensPerSecond, traceLine(trace.take()))
+				}
+				return ids, st
 			}
 			req := func(round int) engine.Request {
 				s := rg.samp
