@@ -150,7 +150,7 @@ func newSpeculator(ctx context.Context, lm *loaded, o Speculation, req Request, 
 	// The first steps of a request pay for experts its prompt and its new
 	// context bring in (also when the prompt was reused: the text moved on).
 	lm.gate.Unseen()
-	sp := &speculator{lm: lm, gate: lm.gate, log: log, debug: log.Enabled(ctx, slog.LevelDebug)}
+	sp := &speculator{lm: lm, gate: lm.gate, log: log, debug: log.Enabled(ctx, debugForwards)}
 	if o.Drafter != nil {
 		sp.drafters = append(sp.drafters, o.Drafter)
 	}
