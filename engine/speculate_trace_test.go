@@ -64,7 +64,7 @@ func traceLine(recs []forwardRec) string {
 		a := r.attrs
 		switch r.msg {
 		case "speculation: gate":
-			fmt.Fprintf(&b, "[T(1) %.1f ms, T(n)/T(1) %v, stall %.1f ms a row] ", a["t1_ms"].Float64(), a["t_ratio"].Any(), a["stall_ms_per_row"].Float64())
+			fmt.Fprintf(&b, "[T(1) %.1f ms, T(n)/T(1) %.2f, stall %.1f ms a row] ", a["t1_ms"].Float64(), a["t_ratio"].Any(), a["stall_ms_per_row"].Float64())
 		case "forward":
 			fmt.Fprintf(&b, " %d:%.3g/%.3g", a["rows"].Int64(), a["ms"].Float64(), a["stall_ms"].Float64())
 			if v, ok := a["probe"]; ok && v.Bool() {
