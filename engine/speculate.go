@@ -371,9 +371,9 @@ func (sp *speculator) snapshot() *SpecStats {
 	st := sp.st
 	st.Depths = slices.Clone(st.Depths)
 	sn := sp.gate.Snapshot()
-	st.T1MS = float64(sn.T1) / float64(time.Millisecond)
+	st.T1MS = ms(sn.T1)
 	st.TRatio = sn.Ratios
-	st.StallMS = float64(sn.Stall) / float64(time.Millisecond)
+	st.StallMS = ms(sn.Stall)
 	st.Acceptance = sn.Acceptance
 	return &st
 }
