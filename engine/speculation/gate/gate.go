@@ -298,7 +298,13 @@ func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
 		// plain, against 0.64–0.70 in six runs before; the medians alike
 		// (0.96, 0.96 against 0.96, 1.00; controls 0.98–1.02).
 		if x := g.excess(); x > 0 && best > 0 {
-			plan.K, plan.Value = g.best(src, a, x)
+			deep := best // no deeper than the rows measured (SettleSamples)
+			for n := best + 2; n <= len(a)+1; n++ {
+				if g.Samples(n) > 0 {
+					deep = n - 1
+				}
+			}
+			plan.K, plan.Value = g.best(src, a[:deep], x)
 		}
 		return plan
 	}

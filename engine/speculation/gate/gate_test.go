@@ -1184,6 +1184,55 @@ func TestSettleDeep(t *testing.T) {
 	}
 }
 
+// TestSettleNoDeeperThanMeasured: among a request's first forwards the
+// gate drafts deeper where it drafts kept up (SettleSamples), but to no
+// more rows than it has measured: past them a settling forward's time
+// grows with its rows, which the excess X, measured on other forwards,
+// does not show.
+func TestSettleNoDeeperThanMeasured(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	const stall = 0.01                                        // ms a row: streamed, and no charge to speak of
+	tn := func(n int) float64 { return 20 + 13*float64(n-1) } // kept up, ms
+	excess := [Settle]float64{150, 70, 30, 0}                 // over T(n), by place after the prompt
+	probs := slices.Repeat([]float64{0.8}, 8)                 // a_j = 0.8: kept up, 1 draft is best
+	for _, c := range []struct {
+		name   string
+		rows   int    // the deepest forward measured
+		settle [2]int // the depths of a request's second forward
+	}{
+		{"measured to 3 rows", 3, [2]int{2, 2}},
+		{"measured to 9 rows", 9, [2]int{4, 6}},
+	} {
+		g := New(Config{MaxDraft: 8})
+		fwd := func(n int, took float64) { g.ForwardStalled(n, ms(took), ms(stall*float64(n))) }
+		for range TimeWindow + Warmup {
+			fwd(1, tn(1))
+		}
+		for n := 2; n <= c.rows; n++ {
+			for range TimeWindow {
+				fwd(n, tn(n))
+				fwd(n, tn(n))
+				fwd(1, tn(1))
+				fwd(1, tn(1))
+			}
+		}
+		for range SettleSamples + 1 { // requests of plain steps: X measured
+			g.Unseen()
+			for i := range Settle {
+				fwd(1, tn(1)+excess[i])
+			}
+		}
+		if p := g.Pick(src, 8, probs); p.K != 1 {
+			t.Fatalf("%s: kept up, %d drafts, want 1", c.name, p.K)
+		}
+		g.Unseen()
+		fwd(1, tn(1)+excess[0]) // the first forward after the prompt
+		if k := g.Pick(src, 8, probs).K; k < c.settle[0] || k > c.settle[1] {
+			t.Errorf("%s: a request's second forward drafted %d deep, want %d–%d", c.name, k, c.settle[0], c.settle[1])
+		}
+	}
+}
+
 // TestYoungStallShrunk: under streaming a verify's stall comes in bursts,
 // so a row count's stall measured on one verify (a probe) enters its
 // price shrunk towards its rows times the stall per row, as if that were

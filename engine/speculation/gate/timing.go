@@ -95,7 +95,16 @@ const (
 	// rows deep at replay 0.9 (69.6 ms a token against depth 5's 59.7),
 	// and at replay 0.6, where it drafted 1 deep at a request's end, 5
 	// rows at the next one's start: 128–153 ms for 1–2 tokens, where a
-	// plain step took ~50 (traced, 7 December).
+	// plain step took ~50 (traced, 7 December). Nor to more rows than the
+	// gate has measured (a sample of T(n) for n rows): past them a
+	// settling forward's time grows with its rows, ~27 ms a row from 6
+	// to 9 rows at replay 0.9, and X, measured at other depths, does not
+	// show it. At replay 0.6 (traced, 7 December, 16:36, 9 requests) the
+	// gate drafted 1 deep at one request's end, where 1 draft was worth
+	// ~1.0 plain step, measured to 3 rows, and 6 deep at the next one's
+	// second to fourth forwards: 7-row forwards of 205, 268 and 144 ms,
+	// 1 token each, where plain steps there took ~50; that request ran
+	// at 33.6 tok/s, the round's plain runs at 40.0 and 47.1.
 	SettleSamples = 2
 	// PairWindow and PairRefs: T(n)/T(1) is measured from forwards close
 	// in the text: an n-row forward is a sample of it against the mean of
