@@ -38,7 +38,9 @@
 // experts the text does not use). A request's first forwards read the
 // new text's experts whatever their rows: where the gate drafts, they
 // are priced with what they took over T(n) before, shared by the rows
-// (SettleSamples), and drafted deeper.
+// (SettleSamples), and drafted deeper. A row count measured only in probe
+// runs, deeper than those measured kept up, is priced no higher than the
+// line through the kept-up costs (capProbed).
 //
 // The parts: accept.go estimates a_j per source and position; timing.go
 // measures T(n) (pairs, clips, the fit); stall.go prices the expert-read
@@ -82,6 +84,15 @@ type Gate struct {
 	ref      [MaxRows + 1]mean // … and their T(1) references (den): T(n)/T(1) = t[n].v/ref[n].v
 	recent   [MaxRows + 1]ring // T(1)'s last raw samples, T(n)/T(1)'s for n ≥ 2, for the clip
 	draft    map[string]*mean  // d per source: drafting seconds per draft token
+
+	// heldProbe: the held forward was a probe's. probing: the last Pick
+	// was a probe (Plan.Probe). kept, keptStall: per row count, the
+	// samples of T(n) and of its stall taken kept up, not in a probe run
+	// (capProbed).
+	heldProbe bool
+	probing   bool
+	kept      [MaxRows + 1]int
+	keptStall [MaxRows + 1]int
 
 	settle int // forwards left that are no samples (Unseen)
 	wait   int // forwards left before a probe may start (ProbeWait)
@@ -252,6 +263,13 @@ type Plan struct {
 // the drafter's probabilities probs (len = the drafts available; NaN or
 // absent entries: unknown). It advances the probe schedule.
 func (g *Gate) Pick(src Source, available int, probs []float64) Plan {
+	plan := g.pick(src, available, probs)
+	g.probing = plan.Probe
+	return plan
+}
+
+// pick is Pick, but for remembering whether the plan is a probe's.
+func (g *Gate) pick(src Source, available int, probs []float64) Plan {
 	g.offered = g.offered || available > 0
 	s := g.source(src)
 	n := min(available, g.cfg.MaxDraft)

@@ -1461,3 +1461,52 @@ func TestProbeRunLossMeasured(t *testing.T) {
 		t.Fatalf("%d probe verifies in %d picks, want 1..%d (runs lost %.2f plain steps)", probes, picks/2, max, g.prunLoss.v)
 	}
 }
+
+// TestProbedDeepCapped: under streaming a row count measured only in
+// probe runs, deeper than the depth kept up, is priced no higher than the
+// straight line through the kept-up costs (an MoE's extra rows cost less
+// the more there are), so a dear probe (its verify follows shallower
+// ones) does not keep the gate shallow; measured kept up, it is priced as
+// measured; in memory, as measured either way.
+func TestProbedDeepCapped(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	probs := slices.Repeat([]float64{0.9}, 8)
+	kept := map[int]float64{1: 20, 2: 34, 3: 40} // ms, kept up: 6 ms a row past 2
+	for _, c := range []struct {
+		name  string
+		six   float64 // a 6-row verify, ms
+		probe bool    // measured in probe runs only
+		deep  bool    // 4–5 drafts, not 1–2
+		stall float64 // ms a row: streamed where > 0
+	}{
+		{"probed dear", 90, true, true, 0.01},
+		{"kept up dear", 90, false, false, 0.01},
+		{"kept up cheap", 56, false, true, 0.01},
+		{"probed dear in memory", 90, true, false, 0},
+	} {
+		g := New(Config{MaxDraft: 5})
+		fwd := func(n int, took float64) { g.ForwardStalled(n, ms(took), ms(c.stall*float64(n))) }
+		for range TimeWindow + Warmup {
+			fwd(1, kept[1])
+		}
+		for _, n := range []int{2, 3, 6} {
+			took := kept[n]
+			if n == 6 {
+				took = c.six
+			}
+			for range TimeWindow {
+				g.probing = n == 6 && c.probe // as Pick leaves it after a probe
+				fwd(n, took)
+				fwd(n, took)
+				g.probing = false
+				fwd(1, kept[1])
+				fwd(1, kept[1])
+			}
+		}
+		if k := g.Pick(src, 5, probs).K; (k >= 4) != c.deep || k < 1 {
+			t3, _ := g.T(3)
+			t6, _ := g.T(6)
+			t.Errorf("%s: %d drafts (T(3), T(6) priced %.1f, %.1f ms), want deep %v", c.name, k, t3*1000, t6*1000, c.deep)
+		}
+	}
+}

@@ -126,8 +126,10 @@ func (r *stallRing) perRow() (float64, bool) {
 // 1.47×). Rows deeper than the gate drafts are still priced from its
 // probes, whose verifies follow shallower ones: 43 and 55 ms of stall
 // for 5 and 6 rows where continuous depth 5's 6-row verifies stalled
-// ~26 (4.3 ms a row), so under streaming the gate drafts shallower than
-// the best fixed depth.
+// ~26 (4.3 ms a row), so under streaming the gate drafted shallower than
+// the best fixed depth; a row count with no sample taken kept up, deeper
+// than the deepest with ProbeSamples such samples, is now charged at most
+// that count's stall plus StallPerRow for each row more (capProbed).
 //
 // A row count with fewer than ProbeSamples such verifies is young: its
 // stall enters shrunk towards its rows times StallPerRow, as if that
@@ -149,6 +151,7 @@ func (g *Gate) charge(n int) float64 {
 		return c
 	}
 	k := g.ioSlope()
+	top := g.keptTop(&g.keptStall) // capProbed
 	for m := 2; m <= n; m++ {
 		s := &g.stallN[m]
 		if s.count == 0 {
@@ -157,6 +160,9 @@ func (g *Gate) charge(n int) float64 {
 		x := k * s.v
 		if s.count < ProbeSamples {
 			x = young(x, s.count, float64(m)*row)
+		}
+		if top > 0 && m > top && g.keptStall[m] == 0 {
+			x = min(x, k*g.stallN[top].v+float64(m-top)*row)
 		}
 		c = max(c, x)
 	}

@@ -171,6 +171,7 @@ type pending struct {
 	n, seq  int
 	x, next float64
 	carried bool
+	probe   bool // taken in a probe run (Gate.kept)
 }
 
 // Forward records the wall time of an n-row forward (n ≥ 1).
@@ -281,11 +282,14 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		// Held until the next forward: a plain step right after a verify
 		// pays or saves for the verify's experts.
 		g.flush()
-		g.held, g.heldRows, g.heldSeq = x, n, g.seq
+		g.held, g.heldRows, g.heldSeq, g.heldProbe = x, n, g.seq, g.probing
+		if !g.probing {
+			g.keptStall[n]++
+		}
 		return
 	}
 	if g.heldRows > 0 {
-		g.pend = append(g.pend, pending{n: g.heldRows, seq: g.heldSeq, x: g.held, next: x, carried: true})
+		g.pend = append(g.pend, pending{n: g.heldRows, seq: g.heldSeq, x: g.held, next: x, carried: true, probe: g.heldProbe})
 		g.heldRows = 0
 		return
 	}
@@ -311,7 +315,7 @@ func (g *Gate) Unseen() {
 // flush queues the held multi-row forward, with no plain step after it.
 func (g *Gate) flush() {
 	if g.heldRows > 0 {
-		g.pend = append(g.pend, pending{n: g.heldRows, seq: g.heldSeq, x: g.held})
+		g.pend = append(g.pend, pending{n: g.heldRows, seq: g.heldSeq, x: g.held, probe: g.heldProbe})
 		g.heldRows = 0
 	}
 }
@@ -337,6 +341,9 @@ func (g *Gate) pair(force bool) {
 			x += p.next - ref
 		}
 		g.recordRatio(p.n, max(x, 0)/ref, ref)
+		if !p.probe {
+			g.kept[p.n]++
+		}
 	}
 	if len(kept) > 4*PairWindow { // a long run with no plain step: the oldest can no longer pair
 		kept = append(kept[:0], kept[len(kept)-4*PairWindow:]...)
@@ -515,7 +522,57 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 	}
 	out := isotonic(&v, &w)
 	out[1] = t1
+	g.capProbed(&out)
 	return out
+}
+
+// capProbed, under SSD streaming, lowers the fitted T(n) of row counts
+// measured only in probe runs (Gate.kept), deeper than the deepest count
+// measured kept up, to the straight line through that count and the
+// measured one below it: an MoE's extra rows cost less the more there
+// are (they share experts), and a probe's verify, after shallower ones,
+// reads experts they did not bring (Forward). (charge caps their stall
+// alike.) Measured kept up, a row count is priced as measured. Without
+// it, BenchmarkSpeculation streamed (replay 0.9, 64 tokens a request,
+// 7 December, three runs of 10 rounds) priced 4 rows at 3.2–5.6 T(1)
+// from probes where 3 kept up cost 2.1–2.2, and the gate drafted 1 deep
+// (28 of 31 and 25 of 29 verifies of the last rounds; none in the
+// third); with it, 4–6 deep and 3 deep in two runs of three, the gate at
+// 0.918 [0.848, 0.994] of depth 5 over the 30 rounds against 0.889
+// [0.828, 0.954], and at replay 0.6 at 0.985 of plain decoding against
+// 1.022 (controls 0.996 and 1.028): no difference the benchmark
+// resolves. In memory, where probes read nothing from an SSD, the fit is
+// left as measured: one run there, replay 0.9, read 0.970 of depth 5
+// with the cap, 0.982 without.
+func (g *Gate) capProbed(fit *[MaxRows + 1]float64) {
+	k := g.keptTop(&g.kept)
+	if !g.streamed || k == 0 || fit[k] <= 0 {
+		return
+	}
+	lo := 1
+	for m := k - 1; m >= 2; m-- {
+		if fit[m] > 0 {
+			lo = m
+			break
+		}
+	}
+	slope := max(0, (fit[k]-fit[lo])/float64(k-lo))
+	for n := k + 1; n <= MaxRows; n++ {
+		if fit[n] > 0 && g.kept[n] == 0 {
+			fit[n] = max(fit[n-1], fit[k], min(fit[n], fit[k]+float64(n-k)*slope))
+		}
+	}
+}
+
+// keptTop is the deepest row count with ProbeSamples samples taken
+// kept up (not in a probe run), 0 for none.
+func (g *Gate) keptTop(c *[MaxRows + 1]int) int {
+	for n := MaxRows; n >= 2; n-- {
+		if c[n] >= ProbeSamples {
+			return n
+		}
+	}
+	return 0
 }
 
 // young is x, measured on count samples (fewer than ProbeSamples),
