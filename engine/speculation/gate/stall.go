@@ -151,7 +151,7 @@ func (g *Gate) charge(n int) float64 {
 		return c
 	}
 	k := g.ioSlope()
-	top := g.keptTop(&g.keptStall) // capProbed
+	top := keptTop(&g.keptStall) // capProbed
 	for m := 2; m <= n; m++ {
 		s := &g.stallN[m]
 		if s.count == 0 {

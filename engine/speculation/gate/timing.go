@@ -545,7 +545,7 @@ func (g *Gate) fit() [MaxRows + 1]float64 {
 // left as measured: one run there, replay 0.9, read 0.970 of depth 5
 // with the cap, 0.982 without.
 func (g *Gate) capProbed(fit *[MaxRows + 1]float64) {
-	k := g.keptTop(&g.kept)
+	k := keptTop(&g.kept)
 	if !g.streamed || k == 0 || fit[k] <= 0 {
 		return
 	}
@@ -564,9 +564,9 @@ func (g *Gate) capProbed(fit *[MaxRows + 1]float64) {
 	}
 }
 
-// keptTop is the deepest row count with ProbeSamples samples taken
-// kept up (not in a probe run), 0 for none.
-func (g *Gate) keptTop(c *[MaxRows + 1]int) int {
+// keptTop is the deepest row count with ProbeSamples samples in c
+// (samples taken kept up, not in a probe run), 0 for none.
+func keptTop(c *[MaxRows + 1]int) int {
 	for n := MaxRows; n >= 2; n-- {
 		if c[n] >= ProbeSamples {
 			return n
