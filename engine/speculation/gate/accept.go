@@ -81,7 +81,10 @@ func (s *source) at(j int) *position {
 // where the source lists none.
 func (s *source) accProb(j int) (acc, prob float64) {
 	for i := 0; i <= j; i++ {
-		p := s.at(i)
+		var p position // nothing measured (read only: Snapshot lists the measured)
+		if i < len(s.pos) {
+			p = s.pos[i]
+		}
 		if pr, ok := s.src.prior(i); ok {
 			acc, prob = pr, pr
 		}
@@ -115,6 +118,15 @@ func (g *Gate) Drafted(src Source, n int, d time.Duration) {
 // 105 plain steps of 121 where depth 2 ran at 1.15× plain).
 func (g *Gate) Verified(src Source, probs []float64, k, accepted int) {
 	s := g.source(src)
+	g.last = s
+	if k > 0 && k+1 == g.heldStall { // the verdict of a stall sample (stallOf)
+		if accepted >= k {
+			g.clean[k+1].add(g.heldStallS, TimeWindow)
+		} else {
+			g.dirty[k+1].add(g.heldStallS, TimeWindow)
+		}
+		g.heldStall = 0
+	}
 	if g.prun && k > 0 {
 		g.prunTok += min(accepted, k) + 1
 	}

@@ -34,13 +34,17 @@
 // recent forwards where drafts were offered (StallWindow, IOSlopeMin):
 // T(n) = compute(n) + n·stall, since a verify's rows each bring their
 // own experts, accepted or not, and the stall follows the text; or more,
-// where verifies measured stall more (a rejected draft's row brings
-// experts the text does not use). A request's first forwards read the
+// where verifies measured stall more: a rejected draft's row brings
+// experts the text does not use, so their stall is measured apart by
+// verdict (every draft accepted, or one rejected) and priced at the
+// step's chance of a rejection (stallOf). A request's first forwards read the
 // new text's experts whatever their rows: where the gate drafts, they
 // are priced with what they took over T(n) before, shared by the rows
 // (SettleSamples), and drafted deeper. A row count measured only in probe
 // runs, deeper than those measured kept up, is priced no higher than the
-// line through the kept-up costs (capProbed).
+// line through the kept-up costs (capProbed), and while the gate drafts
+// on, every probe runs right before the forced plain steps, which pair
+// it (ProbeEvery).
 //
 // The parts: accept.go estimates a_j per source and position; timing.go
 // measures T(n) (pairs, clips, the fit); stall.go prices the expert-read
@@ -49,6 +53,7 @@
 package gate
 
 import (
+	"math"
 	"time"
 )
 
@@ -121,6 +126,15 @@ type Gate struct {
 	ones1   ioRing // plain steps' stalls and times (ioSlope)
 	// stallN[n], n ≥ 2: the stall of n-row forwards, seconds (charge).
 	stallN [MaxRows + 1]mean
+	// clean[n] and dirty[n]: the same samples apart by the verify's
+	// verdict, every draft accepted or one rejected (stallOf); the last
+	// sample waits for its verdict in heldStall (rows) and heldStallS
+	// (seconds). last: the source verified last, whose acceptance prices
+	// a rejection where no step's is given (T).
+	clean, dirty [MaxRows + 1]mean
+	heldStall    int
+	heldStallS   float64
+	last         *source
 	// settleX[i]: under streaming, the i-th forward after a prompt's
 	// time over T(n) of its n rows, seconds (SettleSamples).
 	settleX [Settle]mean
@@ -186,8 +200,10 @@ func (g *Gate) Budget(src Source, room int) int {
 	// … and both while a request's first forwards settle (Pick)
 	bestS, bestAS, x := 0, 0, g.excess()
 	noProbs := s.at(0).prob.count == 0
+	var as [MaxRows]float64 // the measured a_j, which price the stall (stallOf)
 	for k := 1; k <= room; k++ {
 		acc, prob := s.accProb(k - 1)
+		as[k-1] = acc
 		c := acc
 		if prob > 0 {
 			c = clamp01(acc / prob)
@@ -203,12 +219,12 @@ func (g *Gate) Budget(src Source, room int) int {
 		}
 		prod, prodA = prod*c, prodA*ca
 		e, eA = e+prod, eA+prodA
-		cost := g.cost(src, k+1, k, 0)
+		cost := g.cost(src, k+1, k, 0, as[:k])
 		if e/cost > 1 {
 			best = k
 		}
 		if x > 0 {
-			cs := g.cost(src, k+1, k, x)
+			cs := g.cost(src, k+1, k, x, as[:k])
 			if e/cs > 1 {
 				bestS = k
 			}
@@ -354,13 +370,17 @@ func (g *Gate) pick(src Source, available int, probs []float64) Plan {
 		g.runLeft = 0
 		v := g.value(src, a, deeper)
 		every, hopeless := g.probeEvery(src, best, bestV, deeper, v), v < ProbeHopeless
+		// paired: the forced plain steps next pair it.
+		paired := g.settle == 0 && g.drafted+ProbeRun >= g.forceAt()
 		if g.Samples(deeper+1) < ProbeSamples { // young: see ProbeEveryYoung
 			switch {
 			case best == 0: // plain steps around it pair it
 				every, hopeless = ProbeEveryYoung, false
-			case g.settle == 0 && g.drafted+ProbeRun >= g.forceAt(): // the forced plain steps next pair it
+			case paired:
 				every, hopeless = 0, false
 			}
+		} else if g.streamed && best > 0 && !paired {
+			every = math.MaxInt // grown, streamed, drafting on: see ProbeEvery
 		}
 		if g.since >= every {
 			g.since = 0
@@ -392,7 +412,7 @@ func (g *Gate) value(src Source, a []float64, k int) float64 {
 // valueAt is value with the forward and a plain step x seconds dearer
 // (see cost).
 func (g *Gate) valueAt(src Source, a []float64, k int, x float64) float64 {
-	return expected(a, k) / g.cost(src, k+1, k-1, x)
+	return expected(a, k) / g.cost(src, k+1, k-1, x, a)
 }
 
 // expected is E(k) = 1 + a1 + a1·a2 + … + a1·…·ak.
@@ -446,7 +466,7 @@ func (g *Gate) Snapshot() Snapshot {
 		if n == 1 && g.t[1].count > 0 {
 			r = 1
 		} else if rc, _ := g.ratio(n); n > 1 && rc > 0 && u > 0 {
-			r = (rc*g.t[1].v + g.charge(n)) / u
+			r = (rc*g.t[1].v + g.charge(n, nil)) / u
 		}
 		sn.Ratios = append(sn.Ratios, r)
 		sn.Samples = append(sn.Samples, g.Samples(n))

@@ -1510,3 +1510,128 @@ func TestProbedDeepCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestStallRejectionPooled: under streaming a verify with a rejected
+// draft stalls more than one whose drafts were all accepted (here 36 ms
+// against 6, whatever its rows), so the mean stall of a row count's few
+// verifies says more about how many of them were rejected than about
+// its rows. Measured at 3 rows with every draft accepted and at 4 rows
+// with half rejected, the gate prices both at the stall expected at the
+// drafter's acceptance: 4 rows cost 3 ms of compute and what the one
+// more draft adds to the chance of a rejection, not 15 ms more.
+func TestStallRejectionPooled(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	s := Source{Name: "replay", Priors: []float64{0.5}}
+	g := New(Config{MaxDraft: 5})
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 4 * AcceptWindow { // a_j ≈ 0.8
+		acc := 0
+		for acc < 5 && rng.Float64() < 0.8 {
+			acc++
+		}
+		g.Verified(s, nil, 5, acc)
+	}
+	for range TimeWindow + Warmup {
+		g.ForwardStalled(1, ms(14), ms(4))
+	}
+	verify := func(n int, rejected bool) {
+		stall := 6.0
+		if rejected {
+			stall = 36
+		}
+		g.ForwardStalled(n, ms(10+3*float64(n-1)+stall), ms(stall))
+		acc := n - 1
+		if rejected {
+			acc = 0
+		}
+		g.Verified(s, nil, n-1, acc)
+	}
+	for i := range 2 * TimeWindow {
+		if i%2 == 0 {
+			verify(3, false)
+			verify(3, false)
+		} else {
+			verify(4, false)
+			verify(4, i%4 == 1) // half the 4-row samples rejected
+		}
+		g.ForwardStalled(1, ms(14), ms(4))
+		g.ForwardStalled(1, ms(14), ms(4))
+	}
+	g.pair(true)
+	a := g.Acceptance(s, 3) // T prices the rejections at the last source's
+	t3, _ := g.T(3)
+	t4, _ := g.T(4)
+	p3 := 1 - a[0]*a[1]
+	p4 := 1 - a[0]*a[1]*a[2]
+	want := 3 + 30*(p4-p3) // ms: one row's compute, and the rejections' stall
+	if got := (t4 - t3) * 1e3; math.Abs(got-want) > 1 {
+		t.Fatalf("T(4) − T(3) = %.2f ms, want %.2f (3 of compute, rejections %.2f → %.2f)", got, want, p3, p4)
+	}
+	if got, want := t3*1e3, 16+6+30*p3; math.Abs(got-want) > 1 {
+		t.Fatalf("T(3) = %.2f ms, want %.2f", got, want)
+	}
+}
+
+// TestStreamedProbesPaired: under streaming, while the gate drafts on, a
+// probe of a grown row count runs only right before the forced plain
+// steps, which pair it, so that it is a sample: elsewhere it has no
+// plain step near, and the depth it probes would stay priced as first
+// measured.
+func TestStreamedProbesPaired(t *testing.T) {
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	forward := func(g *Gate, n int) { // 6 ms a row of compute, 2 of stall; 4 rows dearer
+		c := 10 + 6*float64(n-1)
+		if n >= 4 {
+			c += 10
+		}
+		g.ForwardStalled(n, ms(c+2*float64(n)), ms(2*float64(n)))
+	}
+	g := New(Config{MaxDraft: 3})
+	for range 2 * AcceptWindow {
+		g.Verified(src, nil, 3, 3)
+	}
+	for range TimeWindow + Warmup {
+		forward(g, 1)
+	}
+	for range TimeWindow { // T(2..4) grown: runs of two, then two plain steps
+		for _, n := range []int{2, 2, 1, 1, 3, 3, 1, 1, 4, 4, 1, 1} {
+			forward(g, n)
+		}
+	}
+	g.pair(true)
+	before := g.Samples(4)
+	var plans []Plan
+	for range 400 {
+		p := g.Pick(src, 3, nil)
+		plans = append(plans, p)
+		forward(g, p.K+1)
+		if p.K > 0 {
+			g.Verified(src, nil, p.K, p.K)
+		}
+	}
+	runs := 0
+	for i, p := range plans {
+		if !p.Probe {
+			continue
+		}
+		if p.K != 3 {
+			t.Fatalf("pick %d: a probe of %d drafts, want 3 (the best is 2)", i, p.K)
+		}
+		j := i + 1
+		for j < len(plans) && plans[j].Probe {
+			j++
+		}
+		if j < len(plans) && !plans[j].Plain {
+			t.Fatalf("pick %d: a probe run not followed by the forced plain steps (pick %d: %+v)", i, j, plans[j])
+		}
+		if i == 0 || !plans[i-1].Probe {
+			runs++
+		}
+	}
+	if runs == 0 {
+		t.Fatal("no probe run in 400 picks")
+	}
+	if got := g.Samples(4); got < before+runs-1 {
+		t.Fatalf("%d probe runs, T(4) samples %d → %d: the runs were not measured", runs, before, got)
+	}
+}

@@ -25,6 +25,18 @@ const (
 	// (12 rounds): depths 5 and 6 alternating with probe runs of 6 and 7,
 	// 0.98 of depth 5's speed.
 	//
+	// Under SSD streaming, while the gate drafts on, a grown row count is
+	// probed there too, and nowhere else: a probe with no plain step near
+	// is no sample, and a depth the gate left stays priced as it was
+	// measured, in another phase of the text. BenchmarkSpeculation
+	// streamed, replay 0.9, 64 tokens a request, traced (7 December): the
+	// gate drafted 1 deep from its third request on, its 3-row verifies
+	// priced from the three taken while it drafted 2 deep in its first
+	// requests (T(3)/T(1) 2.46 of compute, where depth 2 kept up paid
+	// 1.7); its 3-row probe runs, one every request or two, paired with
+	// no plain step, and T(3) kept those three samples to the end (0.875
+	// of depth 5).
+	//
 	// A row count with fewer than ProbeSamples samples is young: its
 	// measured T(n) enters the fit shrunk towards the price the others
 	// give it (interpolated between the measured ones, or continued with
@@ -171,7 +183,7 @@ func (g *Gate) explore(src Source, a []float64) int {
 		return 0
 	}
 	tf, _ := g.T(f)
-	compute := tf - g.charge(f) // the compute of f rows: its lower bound for more
+	compute := tf - g.charge(f, nil) // the compute of f rows: its lower bound for more
 	kx, bar := 0, ExploreMargin*bestV
 	e, prod := 1.0, 1.0
 	for k := 1; k <= len(a); k++ {
@@ -180,7 +192,7 @@ func (g *Gate) explore(src Source, a []float64) int {
 		if k+1 <= f {
 			continue
 		}
-		c := (compute + g.charge(k+1)) / u
+		c := (compute + g.charge(k+1, a)) / u
 		if m := g.draft[src.Name]; m != nil && k > 1 {
 			c += float64(k-1) * m.v / u
 		}

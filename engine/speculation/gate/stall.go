@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"math"
 	"time"
 )
 
@@ -109,11 +110,13 @@ func (r *stallRing) perRow() (float64, bool) {
 	return s / float64(rows), true
 }
 
-// charge is what an n-row forward is charged for expert reads, seconds:
-// n times StallPerRow, or, if more, ioSlope times the measured stall of
-// the forwards of m ≤ n rows (a verify's rows are not all of the text:
-// a rejected draft's row brings experts the text does not use, and they
-// miss the cache).
+// charge is what an n-row forward is charged for expert reads, seconds,
+// for drafts accepted with probabilities a (nil: the last verified
+// source's measured acceptance): n times StallPerRow, or, if more,
+// ioSlope times the stall expected of the forwards of m ≤ n rows at that
+// acceptance (stallOf: a verify's rows are not all of the text, and a
+// rejected draft's row brings experts the text does not use, which miss
+// the cache).
 //
 // The stall of n-row forwards is averaged over the verifies that are
 // samples of T(n) (ForwardStalled): not a request's settling forwards,
@@ -144,7 +147,7 @@ func (r *stallRing) perRow() (float64, bool) {
 // where depth 5 was best and ran at 0.93 of its speed. (Side by side
 // with and without the shrink, 0.91–0.95 of depth 5 either way: the
 // benchmark resolves no gain; docs/speculation.md.)
-func (g *Gate) charge(n int) float64 {
+func (g *Gate) charge(n int, a []float64) float64 {
 	row := g.StallPerRow().Seconds()
 	c := float64(n) * row
 	if n < 2 {
@@ -152,21 +155,91 @@ func (g *Gate) charge(n int) float64 {
 	}
 	k := g.ioSlope()
 	top := keptTop(&g.keptStall) // capProbed
+	j, jok := g.reject()
+	var rej [MaxRows + 1]float64 // P(an m-row verify rejects a draft)
+	keep := 1.0
 	for m := 2; m <= n; m++ {
+		keep *= g.accept(a, m-2)
+		rej[m] = 1 - keep
 		s := &g.stallN[m]
 		if s.count == 0 {
 			continue
 		}
-		x := k * s.v
+		x := k * g.stallOf(m, rej[m], j, jok)
 		if s.count < ProbeSamples {
 			x = young(x, s.count, float64(m)*row)
 		}
 		if top > 0 && m > top && g.keptStall[m] == 0 {
-			x = min(x, k*g.stallN[top].v+float64(m-top)*row)
+			x = min(x, k*g.stallOf(top, rej[top], j, jok)+float64(m-top)*row)
 		}
 		c = max(c, x)
 	}
 	return c
+}
+
+// accept is a_j: a[j] where given, else the measured acceptance of the
+// source verified last (NaN before any).
+func (g *Gate) accept(a []float64, j int) float64 {
+	if j < len(a) {
+		return a[j]
+	}
+	if g.last == nil {
+		return math.NaN()
+	}
+	x, _ := g.last.accProb(j)
+	return x
+}
+
+// reject is what a verify with a rejected draft stalls more than one
+// whose drafts were all accepted, seconds: the difference of their
+// means, pooled over the row counts measured both ways (weights: the
+// fewer samples, up to TimeWindow); false where none was.
+func (g *Gate) reject() (float64, bool) {
+	var sum, w float64
+	for n := 2; n <= MaxRows; n++ {
+		c, d := &g.clean[n], &g.dirty[n]
+		if c.count == 0 || d.count == 0 {
+			continue
+		}
+		wn := min(c.count, d.count, TimeWindow)
+		sum += wn * (d.v - c.v)
+		w += wn
+	}
+	if w == 0 {
+		return 0, false
+	}
+	return max(0, sum/w), true
+}
+
+// stallOf is the stall expected of an n-row verify whose drafts are
+// rejected with probability p (one or more), seconds: its row count's
+// mean stall with every draft accepted (or with one rejected) plus (less)
+// the pooled difference j (reject). Where that is not measured, or p is
+// unknown (NaN), the mean stall of its verifies (stallN).
+//
+// A verify stalls much more when a draft is rejected (the rejected
+// token's experts are not the text's, and miss the cache), whatever its
+// rows, and its mean over a few verifies follows how many of those were
+// rejected more than its rows. BenchmarkSpeculation streamed (12 layers,
+// 64 tokens a request, traced, 7 December): the fixed depths' verifies
+// with every draft accepted stalled 6.3, 8.2, 9.3 and 9.4 ms for 2, 3, 4
+// and 6 rows at replay 0.9 (6.5, 8.2, 8.8, 12.3 at replay 0.6), those
+// with one rejected ~30 more at 0.9 and 23–25 more at 0.6 at every
+// depth; the mean stall of all of them, 9.3, 13.4, 19.8 and 20.5 (16.5,
+// 23.2, 28.4, 34.0), is that with the rejections' rate. The gate's
+// own means, from a handful of verifies each, priced 3 rows at 6.1 ms
+// of stall (all accepted) and 4 at 36.3 (two of four rejected), so it
+// drafted 2 deep where depth 5 was best.
+func (g *Gate) stallOf(n int, p, j float64, jok bool) float64 {
+	if jok && !math.IsNaN(p) {
+		if c := &g.clean[n]; c.count > 0 {
+			return c.v + p*j
+		}
+		if d := &g.dirty[n]; d.count > 0 {
+			return max(0, d.v-(1-p)*j)
+		}
+	}
+	return g.stallN[n].v
 }
 
 // ioSlope is what a plain step's time grows by per second of stall:

@@ -223,6 +223,7 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		return
 	}
 	stall = max(0, min(stall, d))
+	g.heldStall = 0 // a verdict after this forward is not the last one's
 	if g.prun {
 		g.prunT += d.Seconds()
 		if n == 1 { // the plain step after the run: it pays for the run's rows too
@@ -279,6 +280,7 @@ func (g *Gate) ForwardStalled(n int, d, stall time.Duration) {
 		// change of depth (they read what the text before them did not
 		// bring).
 		g.stallN[n].add(stall.Seconds(), TimeWindow)
+		g.heldStall, g.heldStallS = n, stall.Seconds() // clean or dirty: Verified
 		// Held until the next forward: a plain step right after a verify
 		// pays or saves for the verify's experts.
 		g.flush()
@@ -442,7 +444,11 @@ func (g *Gate) record(x float64) {
 // nearest below and above it, or, above the largest measured m, from it:
 // T(m) + (n−m)·ρ·T(1), so a cost curve that flattens (under streaming,
 // rows share experts) is continued from its end, not from T(1).
-func (g *Gate) T(n int) (float64, bool) {
+func (g *Gate) T(n int) (float64, bool) { return g.tAt(n, nil) }
+
+// tAt is T(n) for drafts accepted with probabilities a (a_j of this
+// step, nil: the last verified source's measured; see stallOf).
+func (g *Gate) tAt(n int, a []float64) (float64, bool) {
 	if n < 1 || n > MaxRows {
 		return 0, false
 	}
@@ -450,7 +456,7 @@ func (g *Gate) T(n int) (float64, bool) {
 		return 0, false
 	}
 	fit := g.fit()
-	return price(&fit, n, g.t[1].v, g.Rho()) + g.charge(n), fit[n] > 0
+	return price(&fit, n, g.t[1].v, g.Rho()) + g.charge(n, a), fit[n] > 0
 }
 
 // unit is T(1) with its stall, in seconds: the plain step every cost is
@@ -693,19 +699,20 @@ func (r *ring) quartiles() (q1, m, q3 float64) {
 
 // Cost is cost(k) = (T(k+1) + (k−1)·d)/T(1) for src.
 func (g *Gate) Cost(src Source, k int) float64 {
-	return g.cost(src, k+1, k-1, 0)
+	return g.cost(src, k+1, k-1, 0, nil)
 }
 
 // cost is the time of a forward of rows rows after drafting drafts
 // tokens of src, in plain steps, that forward and a plain step both
 // taking x seconds more (one of a request's first forwards:
 // (T(rows) + X + drafts·d)/(T(1) + X), see SettleSamples).
-func (g *Gate) cost(src Source, rows, drafts int, x float64) float64 {
+func (g *Gate) cost(src Source, rows, drafts int, x float64, a []float64) float64 {
 	u := g.unit()
 	if u <= 0 {
 		return g.Ratio(rows)
 	}
-	c := g.Ratio(rows)*u + x
+	t, _ := g.tAt(rows, a)
+	c := t + x
 	if m := g.draft[src.Name]; m != nil && drafts > 0 {
 		c += float64(drafts) * m.v
 	}
